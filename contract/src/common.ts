@@ -1,0 +1,86 @@
+import { initContract } from '@ts-rest/core';
+import { z } from 'zod';
+import { ErrorBody } from './errors.js';
+
+export const c = initContract();
+
+export const SCOPES = [
+  'merchants:read',
+  'merchants:write',
+  'products:read',
+  'products:write',
+  'policy:read',
+  'policy:write',
+  'orders:read',
+  'orders:write',
+  'ingest:write',
+  'webhooks:read',
+  'webhooks:write',
+  'keys:read',
+  'keys:write',
+] as const;
+export const Scope = z.enum(SCOPES);
+export type Scope = z.infer<typeof Scope>;
+
+/**
+ * Route metadata read by the server's auth middleware and by the OpenAPI generator.
+ * `auth: 'key'` routes need a Bearer key carrying every scope in `scopes`.
+ */
+export type RouteMeta = {
+  auth: 'key' | 'public';
+  scopes: readonly Scope[];
+  tag: string;
+  operationId: string;
+  /** Management POSTs that honour the Idempotency-Key header. */
+  idempotent?: boolean;
+};
+export const meta = (m: RouteMeta) => m;
+
+/** Error statuses every authenticated management route can answer. */
+export const keyErrors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  413: ErrorBody,
+  429: ErrorBody,
+  500: ErrorBody,
+} as const;
+
+/** Error statuses every public route can answer. */
+export const publicErrors = {
+  400: ErrorBody,
+  404: ErrorBody,
+  413: ErrorBody,
+  500: ErrorBody,
+} as const;
+
+export const IsoTimestamp = z.string().describe('ISO 8601 UTC timestamp');
+
+export const prefixedId = (prefix: string) =>
+  z
+    .string()
+    .regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be an id starting with ${prefix}_`)
+    .describe(`Id with prefix ${prefix}_`);
+
+export const ListQuery = (defaultLimit: number) =>
+  z
+    .object({
+      limit: z.coerce.number().int().min(1).max(100).default(defaultLimit),
+      cursor: z.string().min(1).max(200).optional().describe('The previous page\'s next_cursor.'),
+    })
+    .strict();
+
+export const listEnvelope = <T extends z.ZodTypeAny>(item: T) =>
+  z.object({
+    data: z.array(item),
+    has_more: z.boolean(),
+    next_cursor: z.string().nullable(),
+  });
+
+export const MerchantIdQuery = z
+  .object({ merchant_id: prefixedId('mrch').optional().describe('Defaults to the project\'s default merchant in the key\'s mode.') })
+  .strict();
+
+/** Exact decimal string for money: never a JSON number. */
+export const DecimalString = z.string().regex(/^\d{1,12}(\.\d{1,8})?$/, 'must be a decimal string like "12.50"');

@@ -1,0 +1,24 @@
+import { c } from './common.js';
+import { catalogContract } from './catalog.js';
+import { healthContract, meContract } from './me.js';
+import { merchantsContract } from './merchants.js';
+import { policyContract } from './policy.js';
+import { receivingContract } from './receiving.js';
+
+export const contract = c.router({
+  health: healthContract,
+  me: meContract,
+  merchants: merchantsContract,
+  catalog: catalogContract,
+  receiving: receivingContract,
+  policy: policyContract,
+});
+export type Contract = typeof contract;
+
+export * from './common.js';
+export * from './errors.js';
+export * from './merchants.js';
+export * from './catalog.js';
+export * from './receiving.js';
+export * from './policy.js';
+export * from './me.js';

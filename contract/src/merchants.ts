@@ -1,0 +1,141 @@
+import { z } from 'zod';
+import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, prefixedId, publicErrors } from './common.js';
+import { ErrorBody } from './errors.js';
+
+export const RailName = z.enum(['x402', 'card', 'mock']);
+export type RailName = z.infer<typeof RailName>;
+
+/**
+ * Receiving as sent: kept loose on purpose so the server can answer the precise
+ * RECEIVING_* code of section 7.3 instead of a generic VALIDATION_FAILED.
+ */
+export const ReceivingInput = z
+  .record(z.string(), z.unknown())
+  .describe('Object keyed by rail: x402 {chain, address, asset?}, card {processor, accountId}, mock {account}.');
+
+export const X402Receiving = z.object({
+  chain: z.enum(['base', 'base-sepolia']),
+  address: z.string().describe('EIP-55 checksummed address'),
+  asset: z.literal('USDC'),
+});
+export const CardReceiving = z.object({ processor: z.string(), accountId: z.string() });
+export const MockReceiving = z.object({ account: z.string() });
+export const Receiving = z.object({
+  x402: X402Receiving.optional(),
+  card: CardReceiving.optional(),
+  mock: MockReceiving.optional(),
+});
+export type Receiving = z.infer<typeof Receiving>;
+
+export const Slug = z
+  .string()
+  .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'must be 1-63 lower-case letters, digits or hyphens, not starting or ending with a hyphen');
+export const Domain = z
+  .string()
+  .max(253)
+  .regex(/^(?=.{1,253}$)(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]{2,63}$|^localhost$/, 'must be a host name such as shop.example.com')
+  .transform((d) => d.toLowerCase());
+const Rails = z
+  .array(RailName)
+  .min(1)
+  .refine((r) => new Set(r).size === r.length, 'must not repeat a rail');
+const JwksUrl = z.string().url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
+
+export const PublicJwk = z.object({
+  kty: z.literal('OKP'),
+  crv: z.literal('Ed25519'),
+  x: z.string(),
+  kid: z.string(),
+  alg: z.literal('EdDSA').optional(),
+  use: z.literal('sig').optional(),
+});
+export const Jwks = z.object({ keys: z.array(PublicJwk) });
+
+export const Merchant = z.object({
+  id: prefixedId('mrch'),
+  slug: z.string(),
+  name: z.string(),
+  domain: z.string(),
+  receiving: Receiving,
+  rails: z.array(RailName),
+  receipt_kid: z.string(),
+  receipt_pub_jwk: PublicJwk,
+  trusted_svc_jwks_url: z.string().nullable(),
+  livemode: z.boolean(),
+  is_default: z.boolean().describe('The first merchant of a project in a mode is its default.'),
+  created_at: IsoTimestamp,
+  updated_at: IsoTimestamp,
+});
+export type Merchant = z.infer<typeof Merchant>;
+
+export const CreateMerchantBody = z
+  .object({
+    slug: Slug,
+    name: z.string().trim().min(1).max(200),
+    domain: Domain,
+    receiving: ReceivingInput,
+    rails: Rails.optional().describe('Default ["x402","mock"] (["x402"] on live merchants).'),
+    trusted_svc_jwks_url: JwksUrl.nullable().optional(),
+  })
+  .strict();
+export type CreateMerchantBody = z.infer<typeof CreateMerchantBody>;
+
+export const UpdateMerchantBody = z
+  .object({
+    name: z.string().trim().min(1).max(200).optional(),
+    domain: Domain.optional(),
+    receiving: ReceivingInput.optional(),
+    rails: Rails.optional(),
+    trusted_svc_jwks_url: JwksUrl.nullable().optional(),
+  })
+  .strict();
+export type UpdateMerchantBody = z.infer<typeof UpdateMerchantBody>;
+
+const MerchantIdParams = z.object({ id: z.string().min(1).max(100) });
+
+export const merchantsContract = c.router({
+  create: {
+    method: 'POST',
+    path: '/v1/merchants',
+    body: CreateMerchantBody,
+    responses: { 201: Merchant, ...keyErrors, 409: ErrorBody },
+    summary: 'Create a merchant',
+    description: 'Creates a merchant in the key\'s mode and mints its Ed25519 receipt key. The first merchant of a project in a mode becomes its default.',
+    metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Merchants', operationId: 'createMerchant', idempotent: true }),
+  },
+  list: {
+    method: 'GET',
+    path: '/v1/merchants',
+    query: ListQuery(20),
+    responses: { 200: listEnvelope(Merchant), ...keyErrors },
+    summary: 'List merchants, newest first',
+    metadata: meta({ auth: 'key', scopes: ['merchants:read'], tag: 'Merchants', operationId: 'listMerchants' }),
+  },
+  get: {
+    method: 'GET',
+    path: '/v1/merchants/:id',
+    pathParams: MerchantIdParams,
+    responses: { 200: Merchant, ...keyErrors },
+    summary: 'Retrieve a merchant',
+    metadata: meta({ auth: 'key', scopes: ['merchants:read'], tag: 'Merchants', operationId: 'getMerchant' }),
+  },
+  update: {
+    method: 'PATCH',
+    path: '/v1/merchants/:id',
+    pathParams: MerchantIdParams,
+    body: UpdateMerchantBody,
+    responses: { 200: Merchant, ...keyErrors },
+    summary: 'Update a merchant',
+    description: 'Only present fields change. slug, livemode and the receipt key cannot be changed.',
+    metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Merchants', operationId: 'updateMerchant' }),
+  },
+  jwks: {
+    method: 'GET',
+    path: '/v1/merchants/:id/jwks',
+    pathParams: MerchantIdParams,
+    responses: { 200: Jwks, ...publicErrors },
+    summary: 'The merchant\'s receipt public key set',
+    description: 'Public, resolved by id in either mode. Cache-Control: public, max-age=300.',
+    metadata: meta({ auth: 'public', scopes: [], tag: 'Merchants', operationId: 'getMerchantJwks' }),
+  },
+});

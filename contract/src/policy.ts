@@ -1,0 +1,194 @@
+import { z } from 'zod';
+import { c, IsoTimestamp, keyErrors, meta, MerchantIdQuery } from './common.js';
+import { ErrorBody } from './errors.js';
+import { RailName } from './merchants.js';
+
+export const TrustTier = z.enum(['premium', 'trusted', 'standard', 'cautious']);
+export type TrustTier = z.infer<typeof TrustTier>;
+export const ReputationTier = z.enum(['risky', 'standard', 'trusted', 'elite']);
+export type ReputationTier = z.infer<typeof ReputationTier>;
+
+const usd = z.number().finite().nonnegative();
+const count = z.number().int().nonnegative();
+
+/**
+ * MerchantPolicy (decisions.md): every field optional; `null` means "no limit".
+ * Defaults are applied by `resolvePolicy`. Unknown fields are a validation finding.
+ */
+export const MerchantPolicy = z
+  .object({
+    requireMandateOverUsd: usd.nullable().optional(),
+    minReputationTier: ReputationTier.nullable().optional(),
+    maxPerTransactionUsd: usd.nullable().optional(),
+    maxPerAgentPerDayUsd: usd.nullable().optional(),
+    ratePerAgentPerHour: count.nullable().optional(),
+    ratePerAgentPerDay: count.nullable().optional(),
+    blockedAgents: z.array(z.string()).nullable().optional(),
+    allowedRails: z.array(RailName).nullable().optional(),
+    forbiddenIntentKeywords: z.array(z.string()).nullable().optional(),
+    requiredIntentMatch: z.boolean().nullable().optional(),
+    holdForReviewBelowTier: TrustTier.nullable().optional(),
+  })
+  .strict();
+export type MerchantPolicy = z.infer<typeof MerchantPolicy>;
+
+export type ResolvedPolicy = {
+  requireMandateOverUsd: number | null;
+  minReputationTier: ReputationTier | null;
+  maxPerTransactionUsd: number | null;
+  maxPerAgentPerDayUsd: number | null;
+  ratePerAgentPerHour: number | null;
+  ratePerAgentPerDay: number | null;
+  blockedAgents: string[];
+  allowedRails: RailName[] | null;
+  forbiddenIntentKeywords: string[];
+  requiredIntentMatch: boolean;
+  holdForReviewBelowTier: TrustTier | null;
+};
+
+export const POLICY_DEFAULTS: ResolvedPolicy = {
+  requireMandateOverUsd: 20,
+  minReputationTier: 'standard',
+  maxPerTransactionUsd: 500,
+  maxPerAgentPerDayUsd: null,
+  ratePerAgentPerHour: null,
+  ratePerAgentPerDay: null,
+  blockedAgents: [],
+  allowedRails: null,
+  forbiddenIntentKeywords: [],
+  requiredIntentMatch: false,
+  holdForReviewBelowTier: 'cautious',
+};
+
+/** Applies decisions.md defaults: an absent field takes its default, an explicit null means no limit. */
+export function resolvePolicy(body: MerchantPolicy | null | undefined): ResolvedPolicy {
+  const b = body ?? {};
+  const pick = <K extends keyof ResolvedPolicy>(k: K): ResolvedPolicy[K] => {
+    const v = (b as Record<string, unknown>)[k];
+    return (v === undefined ? POLICY_DEFAULTS[k] : v) as ResolvedPolicy[K];
+  };
+  return {
+    requireMandateOverUsd: pick('requireMandateOverUsd'),
+    minReputationTier: pick('minReputationTier'),
+    maxPerTransactionUsd: pick('maxPerTransactionUsd'),
+    maxPerAgentPerDayUsd: pick('maxPerAgentPerDayUsd'),
+    ratePerAgentPerHour: pick('ratePerAgentPerHour'),
+    ratePerAgentPerDay: pick('ratePerAgentPerDay'),
+    blockedAgents: pick('blockedAgents') ?? [],
+    allowedRails: pick('allowedRails'),
+    forbiddenIntentKeywords: pick('forbiddenIntentKeywords') ?? [],
+    requiredIntentMatch: pick('requiredIntentMatch') ?? false,
+    holdForReviewBelowTier: pick('holdForReviewBelowTier'),
+  };
+}
+
+/** Presets a merchant can PUT as a starting point. */
+export const POLICY_PRESETS = {
+  STRICT: {
+    requireMandateOverUsd: 0,
+    minReputationTier: 'trusted',
+    maxPerTransactionUsd: 100,
+    maxPerAgentPerDayUsd: 300,
+    ratePerAgentPerHour: 5,
+    ratePerAgentPerDay: 20,
+    holdForReviewBelowTier: 'standard',
+  },
+  BALANCED: {
+    requireMandateOverUsd: 20,
+    minReputationTier: 'standard',
+    maxPerTransactionUsd: 500,
+    maxPerAgentPerDayUsd: 2000,
+    ratePerAgentPerHour: 30,
+    ratePerAgentPerDay: 200,
+    holdForReviewBelowTier: 'cautious',
+  },
+  OPEN: {
+    requireMandateOverUsd: null,
+    minReputationTier: 'risky',
+    maxPerTransactionUsd: null,
+    maxPerAgentPerDayUsd: null,
+    holdForReviewBelowTier: null,
+  },
+} as const satisfies Record<string, MerchantPolicy>;
+
+export const Finding = z.object({ code: z.string(), human: z.string() });
+export type Finding = z.infer<typeof Finding>;
+
+export const ActivePolicy = z.object({
+  id: z.string(),
+  version: z.number().int(),
+  body: z.record(z.string(), z.unknown()),
+  hash: z.string(),
+  active: z.literal(true),
+  note: z.string().nullable(),
+  created_at: IsoTimestamp,
+});
+export const NoActivePolicy = z.object({
+  active: z.null(),
+  version: z.literal(0),
+  body: z.null(),
+  hash: z.null(),
+});
+
+export const PutPolicyBody = z
+  .object({
+    body: z.record(z.string(), z.unknown()).describe('A MerchantPolicy object; unknown or mistyped fields are reported by validate/publish.'),
+    note: z.string().max(1000).optional(),
+  })
+  .strict();
+
+export const PublishConflict = z.object({
+  published: z.literal(false),
+  ok: z.literal(false),
+  findings: z.array(Finding),
+  reason_codes: z.array(z.string()),
+  error_human: z.string(),
+});
+
+export const policyContract = c.router({
+  get: {
+    method: 'GET',
+    path: '/v1/policy',
+    query: MerchantIdQuery,
+    responses: { 200: z.union([ActivePolicy, NoActivePolicy]), ...keyErrors },
+    summary: 'The active policy version',
+    metadata: meta({ auth: 'key', scopes: ['policy:read'], tag: 'Policy', operationId: 'getPolicy' }),
+  },
+  put: {
+    method: 'PUT',
+    path: '/v1/policy',
+    query: MerchantIdQuery,
+    body: PutPolicyBody,
+    responses: {
+      201: z.object({ id: z.string(), version: z.number().int(), hash: z.string(), active: z.literal(false) }),
+      ...keyErrors,
+    },
+    summary: 'Store a new, inactive policy version',
+    description: 'Versions are immutable; the next version is max(version)+1. It takes effect on publish.',
+    metadata: meta({ auth: 'key', scopes: ['policy:write'], tag: 'Policy', operationId: 'putPolicy' }),
+  },
+  validate: {
+    method: 'POST',
+    path: '/v1/validate',
+    query: MerchantIdQuery,
+    body: c.noBody(),
+    responses: { 200: z.object({ ok: z.boolean(), findings: z.array(Finding) }), ...keyErrors },
+    summary: 'Validate the draft configuration (no side effects)',
+    metadata: meta({ auth: 'key', scopes: ['merchants:read'], tag: 'Policy', operationId: 'validateConfig' }),
+  },
+  publish: {
+    method: 'POST',
+    path: '/v1/publish',
+    query: MerchantIdQuery,
+    body: c.noBody(),
+    responses: {
+      200: z.object({ published: z.literal(true), ok: z.literal(true), active_policy_version: z.number().int() }),
+      ...keyErrors,
+      422: PublishConflict,
+    },
+    summary: 'Validate and publish the draft: activates the newest policy version',
+    metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Policy', operationId: 'publishConfig' }),
+  },
+});
+
+export { ErrorBody };

@@ -1,0 +1,7 @@
+import { ApiKey, Organization, Project } from '../modules/accounts/entity.js';
+import { CatalogItemEntity } from '../modules/catalog/entity.js';
+import { MerchantEntity } from '../modules/merchants/entity.js';
+import { PolicyVersionEntity } from '../modules/policy/entity.js';
+import { IdempotencyRecord } from './idempotency-entity.js';
+
+export const entities = [Organization, Project, ApiKey, MerchantEntity, CatalogItemEntity, PolicyVersionEntity, IdempotencyRecord];

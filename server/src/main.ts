@@ -1,0 +1,47 @@
+import type { Server } from 'node:http';
+import { buildApp } from './app.js';
+import { createServices } from './boot.js';
+import { ConfigError, loadConfig } from './config.js';
+
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  let services;
+  try {
+    services = await createServices(config);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const { log } = services;
+  const app = buildApp(services);
+  const server: Server = app.listen(config.PORT, config.HOST, () => {
+    const where = config.DATABASE_URL ? 'postgresql' : `embedded PGlite in ${config.SVC_DATA_DIR}`;
+    log.info({ port: config.PORT, database: where, env: config.NODE_ENV }, `svc-checkout listening on http://localhost:${config.PORT}`);
+  });
+  const stop = (signal: string) => {
+    log.info({ signal }, 'shutting down');
+    server.close(() => {
+      services.orm.close().finally(() => process.exit(0));
+    });
+    setTimeout(() => process.exit(0), 5000).unref();
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`fatal: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,105 @@
+import { QueryOrder, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { CatalogItem, CatalogItemInput, CatalogItemPatch } from '@svc/contract';
+import type { Em } from '../../db/orm.js';
+import type { AuthContext, Ctx } from '../../http/context.js';
+import { ApiError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { bumpConfigVersion, resolveMerchant } from '../merchants/service.js';
+import { CatalogItemEntity } from './entity.js';
+
+export type CatalogRow = InstanceType<typeof CatalogItemEntity.class>;
+
+export function presentCatalogItem(i: CatalogRow): CatalogItem {
+  return {
+    id: i.id,
+    sku: i.sku,
+    name: i.name,
+    price: { amount: i.priceAmount, currency: i.currency },
+    available: i.available,
+    ...(i.description != null ? { description: i.description } : {}),
+    ...(i.category != null ? { category: i.category } : {}),
+    ...(i.unit != null ? { unit: i.unit } : {}),
+    ...(i.metadata != null ? { metadata: i.metadata } : {}),
+    created_at: i.createdAt.toISOString(),
+    updated_at: i.updatedAt.toISOString(),
+  };
+}
+
+const ORDER = [{ category: QueryOrder.ASC_NULLS_LAST }, { name: QueryOrder.ASC }, { sku: QueryOrder.ASC }] as const;
+
+/** Items of one merchant ordered by category then name (uncategorized last). */
+export async function listCatalogItems(em: Em, merchantId: string, onlyAvailable: boolean): Promise<CatalogRow[]> {
+  return em.find(CatalogItemEntity, { merchantId, ...(onlyAvailable ? { available: true } : {}) }, { orderBy: [...ORDER] });
+}
+
+export async function listCatalog(em: Em, auth: AuthContext, query: { merchant_id?: string; available?: 'true' | 'false' }) {
+  const m = await resolveMerchant(em, auth, query.merchant_id);
+  const rows = await listCatalogItems(em, m.id, query.available === 'true');
+  return { items: rows.map(presentCatalogItem) };
+}
+
+export async function createCatalogItem(ctx: Ctx & { auth: AuthContext }, merchantId: string | undefined, body: CatalogItemInput) {
+  try {
+    return await ctx.em.transactional(async (tx) => {
+      const m = await resolveMerchant(tx, ctx.auth, merchantId);
+      const item = tx.create(CatalogItemEntity, {
+        id: newId('prod'),
+        merchantId: m.id,
+        sku: body.sku,
+        name: body.name,
+        priceAmount: body.price.amount,
+        currency: body.price.currency,
+        available: body.available ?? true,
+        description: body.description ?? null,
+        category: body.category ?? null,
+        unit: body.unit ?? null,
+        metadata: body.metadata ?? null,
+      });
+      await tx.flush();
+      await bumpConfigVersion(tx, m.id);
+      return item;
+    });
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException) throw new ApiError('PRODUCT_SKU_TAKEN', `SKU ${body.sku} already exists for this merchant.`);
+    throw err;
+  }
+}
+
+async function findItem(em: Em, merchantId: string, sku: string) {
+  const item = await em.findOne(CatalogItemEntity, { merchantId, sku });
+  if (!item) throw new ApiError('NOT_FOUND', `No catalog item with SKU ${sku}.`);
+  return item;
+}
+
+export async function updateCatalogItem(ctx: Ctx & { auth: AuthContext }, merchantId: string | undefined, sku: string, patch: CatalogItemPatch) {
+  return ctx.em.transactional(async (tx) => {
+    const m = await resolveMerchant(tx, ctx.auth, merchantId);
+    const item = await findItem(tx, m.id, sku);
+    if (patch.price) {
+      item.priceAmount = patch.price.amount;
+      item.currency = patch.price.currency;
+    }
+    if (patch.available !== undefined) item.available = patch.available;
+    if (patch.metadata !== undefined) item.metadata = patch.metadata;
+    if (patch.name !== undefined) item.name = patch.name;
+    if (patch.description !== undefined) item.description = patch.description;
+    if (patch.category !== undefined) item.category = patch.category;
+    if (patch.unit !== undefined) item.unit = patch.unit;
+    item.updatedAt = new Date();
+    await tx.flush();
+    await bumpConfigVersion(tx, m.id);
+    return item;
+  });
+}
+
+/** Soft delete: the row stays (orders and receipts keep their reference), available becomes false. */
+export async function deleteCatalogItem(ctx: Ctx & { auth: AuthContext }, merchantId: string | undefined, sku: string) {
+  await ctx.em.transactional(async (tx) => {
+    const m = await resolveMerchant(tx, ctx.auth, merchantId);
+    const item = await findItem(tx, m.id, sku);
+    item.available = false;
+    item.updatedAt = new Date();
+    await tx.flush();
+    await bumpConfigVersion(tx, m.id);
+  });
+}

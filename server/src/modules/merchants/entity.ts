@@ -1,0 +1,28 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import type { RailName, Receiving } from '@svc/contract';
+
+export const MerchantEntity = defineEntity({
+  name: 'Merchant',
+  tableName: 'merchants',
+  properties: {
+    id: p.string().primary(),
+    projectId: p.string(),
+    livemode: p.boolean(),
+    slug: p.string(),
+    name: p.string(),
+    domain: p.string(),
+    receiving: p.json<Receiving>(),
+    rails: p.json<RailName[]>(),
+    receiptKid: p.string(),
+    receiptPublicX: p.string(),
+    /** AES-256-GCM sealed Ed25519 seed, bound to the merchant id; never leaves the server. */
+    receiptSeedSealed: p.string().hidden(),
+    trustedSvcJwksUrl: p.string().nullable(),
+    isDefault: p.boolean().default(false),
+    /** Bumped by every catalog, receiving and publish write; the manifest cache keys on it. */
+    configVersion: p.integer().default(1),
+    publishedAt: p.datetime().columnType('timestamptz').nullable(),
+    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
+    updatedAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+});

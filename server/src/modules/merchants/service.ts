@@ -1,0 +1,173 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { CreateMerchantBody, Merchant, RailName, UpdateMerchantBody } from '@svc/contract';
+import type { Em } from '../../db/orm.js';
+import type { AuthContext, Ctx } from '../../http/context.js';
+import { generateEd25519 } from '../../lib/crypto.js';
+import { ApiError } from '../../lib/errors.js';
+import { hasPrefix, newId } from '../../lib/ids.js';
+import { checkReceiving } from '../receiving/validate.js';
+import { MerchantEntity } from './entity.js';
+
+export type MerchantRow = InstanceType<typeof MerchantEntity.class>;
+
+export const receiptKidFor = (merchantId: string) => `${merchantId}-receipts-v1`;
+
+export function publicJwk(m: Pick<MerchantRow, 'receiptKid' | 'receiptPublicX'>) {
+  return { kty: 'OKP' as const, crv: 'Ed25519' as const, x: m.receiptPublicX, kid: m.receiptKid, alg: 'EdDSA' as const, use: 'sig' as const };
+}
+
+export function presentMerchant(m: MerchantRow): Merchant {
+  return {
+    id: m.id,
+    slug: m.slug,
+    name: m.name,
+    domain: m.domain,
+    receiving: m.receiving,
+    rails: m.rails,
+    receipt_kid: m.receiptKid,
+    receipt_pub_jwk: publicJwk(m),
+    trusted_svc_jwks_url: m.trustedSvcJwksUrl ?? null,
+    livemode: m.livemode,
+    is_default: m.isDefault,
+    created_at: m.createdAt.toISOString(),
+    updated_at: m.updatedAt.toISOString(),
+  };
+}
+
+/** Throws the first receiving finding as a 400 with its own code. */
+export function normalizeReceiving(input: unknown, livemode: boolean) {
+  const { receiving, findings } = checkReceiving(input, livemode);
+  const first = findings[0];
+  if (first) throw new ApiError(first.code, first.human);
+  return receiving;
+}
+
+function checkRails(rails: RailName[], livemode: boolean) {
+  if (livemode && rails.includes('mock')) throw new ApiError('RECEIVING_MOCK_IN_LIVE', 'rails: the mock rail cannot be enabled on a live merchant.');
+}
+
+export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: CreateMerchantBody): Promise<MerchantRow> {
+  const { livemode, projectId } = ctx.auth;
+  const receiving = normalizeReceiving(body.receiving, livemode);
+  const rails: RailName[] = body.rails ?? (livemode ? ['x402'] : ['x402', 'mock']);
+  checkRails(rails, livemode);
+  const id = newId('mrch');
+  const seed = generateEd25519();
+  try {
+    return await ctx.em.transactional(async (tx) => {
+      // The partial unique index merchants_one_default keeps a single default even under races.
+      const hasDefault = (await tx.count(MerchantEntity, { projectId, livemode, isDefault: true })) > 0;
+      const m = tx.create(MerchantEntity, {
+        id,
+        projectId,
+        livemode,
+        slug: body.slug,
+        name: body.name,
+        domain: body.domain,
+        receiving,
+        rails,
+        receiptKid: receiptKidFor(id),
+        receiptPublicX: seed.x,
+        receiptSeedSealed: ctx.services.box.seal(seed.d, id),
+        trustedSvcJwksUrl: body.trusted_svc_jwks_url ?? null,
+        isDefault: !hasDefault,
+      });
+      await tx.flush();
+      return m;
+    });
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException && String(err.message).includes('merchants_slug_mode')) {
+      throw new ApiError('MERCHANT_SLUG_TAKEN');
+    }
+    if (err instanceof UniqueConstraintViolationException && String(err.message).includes('merchants_one_default')) {
+      // Lost the race to become the default: retry once as a non-default merchant.
+      return createMerchant(ctx, body);
+    }
+    throw err;
+  }
+}
+
+/** A merchant of the key's project and mode; anything else (other project, other mode, unknown) is 404. */
+export async function findMerchant(em: Em, auth: AuthContext, id: string): Promise<MerchantRow> {
+  if (!hasPrefix(id, 'mrch')) throw new ApiError('NOT_FOUND', 'No such merchant.');
+  const m = await em.findOne(MerchantEntity, { id, projectId: auth.projectId, livemode: auth.livemode });
+  if (!m) throw new ApiError('NOT_FOUND', 'No such merchant.');
+  return m;
+}
+
+/** `merchant_id` query or the project's default merchant in the key's mode. */
+export async function resolveMerchant(em: Em, auth: AuthContext, merchantId?: string): Promise<MerchantRow> {
+  if (merchantId) return findMerchant(em, auth, merchantId);
+  const m = await em.findOne(MerchantEntity, { projectId: auth.projectId, livemode: auth.livemode, isDefault: true });
+  if (!m) throw new ApiError('NOT_FOUND', 'This project has no merchant in this mode yet; create one with POST /v1/merchants.');
+  return m;
+}
+
+export async function listMerchants(em: Em, auth: AuthContext, limit: number, cursor?: string) {
+  const where: Record<string, unknown> = { projectId: auth.projectId, livemode: auth.livemode };
+  if (cursor) {
+    if (!hasPrefix(cursor, 'mrch')) throw new ApiError('VALIDATION_FAILED', 'query.cursor: is not a cursor returned by this list.');
+    where.id = { $lt: cursor };
+  }
+  const rows = await em.find(MerchantEntity, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+  const page = rows.slice(0, limit);
+  const hasMore = rows.length > limit;
+  return { data: page.map(presentMerchant), has_more: hasMore, next_cursor: hasMore ? page.at(-1)!.id : null };
+}
+
+export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: string, body: UpdateMerchantBody): Promise<MerchantRow> {
+  return ctx.em.transactional(async (tx) => {
+    const m = await findMerchant(tx, ctx.auth, id);
+    let configChanged = false;
+    if (body.receiving !== undefined) {
+      m.receiving = normalizeReceiving(body.receiving, m.livemode);
+      configChanged = true;
+    }
+    if (body.rails !== undefined) {
+      checkRails(body.rails, m.livemode);
+      m.rails = body.rails;
+      configChanged = true;
+    }
+    if (body.name !== undefined) {
+      m.name = body.name;
+      configChanged = true;
+    }
+    if (body.domain !== undefined) {
+      m.domain = body.domain;
+      configChanged = true;
+    }
+    if (body.trusted_svc_jwks_url !== undefined) m.trustedSvcJwksUrl = body.trusted_svc_jwks_url;
+    if (configChanged) m.configVersion += 1;
+    m.updatedAt = new Date();
+    await tx.flush();
+    return m;
+  });
+}
+
+/** Manifest cache invalidation hook: every catalog, receiving and publish write calls this in its transaction. */
+export async function bumpConfigVersion(em: Em, merchantId: string): Promise<void> {
+  await em.execute('update merchants set config_version = config_version + 1, updated_at = now() where id = ?', [merchantId]);
+}
+
+export async function merchantJwks(em: Em, id: string) {
+  if (!hasPrefix(id, 'mrch')) throw new ApiError('NOT_FOUND', 'No such merchant.');
+  const m = await em.findOne(MerchantEntity, { id });
+  if (!m) throw new ApiError('NOT_FOUND', 'No such merchant.');
+  return { keys: [publicJwk(m)] };
+}
+
+export async function getReceiving(em: Em, auth: AuthContext, merchantId?: string) {
+  const m = await resolveMerchant(em, auth, merchantId);
+  return { receiving: m.receiving, rails: m.rails };
+}
+
+export async function putReceiving(ctx: Ctx & { auth: AuthContext }, input: unknown, merchantId?: string) {
+  return ctx.em.transactional(async (tx) => {
+    const m = await resolveMerchant(tx, ctx.auth, merchantId);
+    m.receiving = normalizeReceiving(input, m.livemode);
+    m.configVersion += 1;
+    m.updatedAt = new Date();
+    await tx.flush();
+    return { receiving: m.receiving };
+  });
+}

@@ -1,0 +1,142 @@
+import { MerchantPolicy, type Finding, type RailName } from '@svc/contract';
+import type { Em } from '../../db/orm.js';
+import type { AuthContext, Ctx } from '../../http/context.js';
+import { canonicalHash } from '../../lib/canonical-json.js';
+import { ApiError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { listCatalogItems } from '../catalog/service.js';
+import { MerchantEntity } from '../merchants/entity.js';
+import { bumpConfigVersion, resolveMerchant, type MerchantRow } from '../merchants/service.js';
+import { checkReceiving, effectiveRails } from '../receiving/validate.js';
+import { PolicyVersionEntity } from './entity.js';
+
+export type PolicyRow = InstanceType<typeof PolicyVersionEntity.class>;
+
+/** Currencies each rail can settle: USDC rails (and the mock that mirrors them) take USD only. */
+const RAIL_CURRENCIES: Record<RailName, (currency: string) => boolean> = {
+  x402: (c) => c === 'USD',
+  mock: (c) => c === 'USD',
+  card: () => true,
+};
+export const railSettles = (rail: RailName, currency: string) => RAIL_CURRENCIES[rail](currency);
+
+/** Policy hash: sha256 hex of the RFC 8785 canonical JSON of the body as stored. */
+export const policyHash = (body: Record<string, unknown>) => canonicalHash(body);
+
+export async function activePolicy(em: Em, merchantId: string): Promise<PolicyRow | null> {
+  return em.findOne(PolicyVersionEntity, { merchantId, active: true });
+}
+
+export async function getPolicy(em: Em, auth: AuthContext, merchantId?: string) {
+  const m = await resolveMerchant(em, auth, merchantId);
+  const p = await activePolicy(em, m.id);
+  if (!p) return { active: null, version: 0 as const, body: null, hash: null };
+  return {
+    id: p.id,
+    version: p.version,
+    body: p.body,
+    hash: p.hash,
+    active: true as const,
+    note: p.note ?? null,
+    created_at: p.createdAt.toISOString(),
+  };
+}
+
+/** Locks the merchant row so version numbering and publishing serialize per merchant. */
+async function lockMerchant(tx: Em, id: string) {
+  await tx.execute('select id from merchants where id = ? for update', [id]);
+}
+
+export async function putPolicy(ctx: Ctx & { auth: AuthContext }, merchantId: string | undefined, body: Record<string, unknown>, note?: string) {
+  return ctx.em.transactional(async (tx) => {
+    const m = await resolveMerchant(tx, ctx.auth, merchantId);
+    await lockMerchant(tx, m.id);
+    const rows = await tx.execute<Array<{ v: number | null }>>('select max(version) as v from policy_versions where merchant_id = ?', [m.id]);
+    const version = Number(rows[0]?.v ?? 0) + 1;
+    const p = tx.create(PolicyVersionEntity, {
+      id: newId('pol'),
+      merchantId: m.id,
+      version,
+      body,
+      hash: policyHash(body),
+      active: false,
+      note: note ?? null,
+    });
+    await tx.flush();
+    return { id: p.id, version: p.version, hash: p.hash, active: false as const };
+  });
+}
+
+function policyFindings(body: Record<string, unknown>, rails: RailName[]): Finding[] {
+  const findings: Finding[] = [];
+  const parsed = MerchantPolicy.safeParse(body);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      if (issue.code === 'unrecognized_keys') {
+        for (const k of issue.keys) findings.push({ code: 'POLICY_FIELD_UNKNOWN', human: `policy.${k}: is not a MerchantPolicy field.` });
+      } else {
+        findings.push({ code: 'POLICY_FIELD_INVALID', human: `policy.${issue.path.join('.')}: ${issue.message}.` });
+      }
+    }
+    return findings;
+  }
+  const allowed = parsed.data.allowedRails;
+  if (allowed && rails.length > 0 && !rails.some((r) => allowed.includes(r))) {
+    findings.push({ code: 'POLICY_RAILS_UNSATISFIABLE', human: `policy.allowedRails: allows none of the merchant's rails (${rails.join(', ')}).` });
+  }
+  return findings;
+}
+
+/** Validates the draft: merchant + receiving + catalog + newest policy version. No side effects. */
+export async function validateDraft(em: Em, m: MerchantRow): Promise<{ findings: Finding[]; newest: PolicyRow | null }> {
+  const findings: Finding[] = [];
+  const receivingCheck = checkReceiving(m.receiving, m.livemode);
+  findings.push(...receivingCheck.findings.map((f) => ({ code: f.code, human: f.human })));
+  const rails = effectiveRails(m.rails, receivingCheck.receiving).filter((r) => !(m.livemode && r === 'mock'));
+  if (rails.length === 0 && !findings.some((f) => f.code === 'RECEIVING_NO_RAIL_ENABLED')) {
+    findings.push({ code: 'RECEIVING_NO_RAIL_ENABLED', human: `No rail is both enabled (rails: ${m.rails.join(', ')}) and configured in receiving.` });
+  }
+  const newest = await em.findOne(PolicyVersionEntity, { merchantId: m.id }, { orderBy: { version: 'desc' } });
+  if (newest) findings.push(...policyFindings(newest.body, rails));
+  const items = await listCatalogItems(em, m.id, true);
+  const currencies = [...new Set(items.map((i) => i.currency))];
+  for (const currency of currencies) {
+    if (!rails.some((r) => railSettles(r, currency))) {
+      const skus = items.filter((i) => i.currency === currency).map((i) => i.sku);
+      findings.push({
+        code: 'CATALOG_CURRENCY_UNSETTLEABLE',
+        human: `catalog: ${skus.slice(0, 5).join(', ')}${skus.length > 5 ? '…' : ''} priced in ${currency}, which no configured rail (${rails.join(', ') || 'none'}) can settle.`,
+      });
+    }
+  }
+  return { findings, newest };
+}
+
+export async function validateConfig(em: Em, auth: AuthContext, merchantId?: string) {
+  const m = await resolveMerchant(em, auth, merchantId);
+  const { findings } = await validateDraft(em, m);
+  return { ok: findings.length === 0, findings };
+}
+
+/** Validate, then in one transaction deactivate the active version, activate the newest, bump the manifest version. */
+export async function publishConfig(ctx: Ctx & { auth: AuthContext }, merchantId?: string) {
+  return ctx.em.transactional(async (tx) => {
+    const m = await resolveMerchant(tx, ctx.auth, merchantId);
+    await lockMerchant(tx, m.id);
+    const { findings, newest } = await validateDraft(tx, m);
+    if (findings.length > 0) {
+      throw new ApiError('CONFIG_INVALID', `Publish refused: ${findings.length} finding(s); first: ${findings[0]!.human}`, {
+        extra: { published: false, ok: false, findings },
+      });
+    }
+    if (newest && !newest.active) {
+      await tx.execute('update policy_versions set active = false where merchant_id = ? and active', [m.id]);
+      await tx.execute('update policy_versions set active = true, activated_at = now() where id = ?', [newest.id]);
+    }
+    await tx.execute('update merchants set published_at = coalesce(published_at, now()) where id = ?', [m.id]);
+    await bumpConfigVersion(tx, m.id);
+    return { published: true as const, ok: true as const, active_policy_version: newest?.version ?? 0 };
+  });
+}
+
+export { MerchantEntity };

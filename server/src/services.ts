@@ -1,0 +1,13 @@
+import type { Config } from './config.js';
+import type { Orm } from './db/orm.js';
+import type { SecretBox } from './lib/crypto.js';
+import type { Logger } from './lib/logger.js';
+
+/** Process-wide dependencies, built once at start and shared by every request. */
+export type Services = {
+  config: Config;
+  orm: Orm;
+  box: SecretBox;
+  log: Logger;
+  now: () => Date;
+};

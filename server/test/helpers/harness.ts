@@ -1,0 +1,156 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { ulid } from 'ulid';
+import { SCOPES, type Scope } from '@svc/contract';
+import { buildApp } from '../../src/app.js';
+import { createServices } from '../../src/boot.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { DbTarget } from '../../src/db/orm.js';
+import { createApiKey, createProject } from '../../src/modules/accounts/service.js';
+import type { Services } from '../../src/services.js';
+
+export type ApiResponse<T = any> = { status: number; body: T; headers: Headers; text: string };
+
+export type TestKey = { id: string; secret: string; projectId: string; mode: 'test' | 'live' };
+
+/**
+ * One isolated app per test file: its own database (a fresh PostgreSQL database when
+ * DATABASE_URL is set, else an embedded PGlite), real HTTP on an ephemeral port.
+ */
+export class TestApp {
+  services!: Services;
+  server!: Server;
+  baseUrl!: string;
+  private constructor(
+    private readonly target: DbTarget,
+    readonly config: Config,
+    private readonly cleanup: () => Promise<void>,
+  ) {}
+
+  static async start(env: Record<string, string> = {}, opts: { persistent?: boolean } = {}): Promise<TestApp> {
+    let target: DbTarget;
+    let cleanup: () => Promise<void> = async () => undefined;
+    const adminUrl = process.env.DATABASE_URL;
+    if (adminUrl) {
+      const dbName = `svc_t_${ulid().toLowerCase()}`;
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      await admin.query(`create database ${dbName}`);
+      await admin.end();
+      const url = new URL(adminUrl);
+      url.pathname = `/${dbName}`;
+      target = { kind: 'postgres', url: url.toString(), poolMax: 20 };
+      cleanup = async () => {
+        const c = new pg.Client({ connectionString: adminUrl });
+        await c.connect();
+        await c.query(`drop database if exists ${dbName} with (force)`);
+        await c.end();
+      };
+    } else if (opts.persistent) {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-pglite-'));
+      target = { kind: 'pglite', dataDir: dir };
+      cleanup = async () => rmSync(dir, { recursive: true, force: true });
+    } else {
+      target = { kind: 'pglite', dataDir: null };
+    }
+    const config = loadConfig({
+      NODE_ENV: 'test',
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      SVC_MASTER_KEY: randomBytes(32).toString('hex'),
+      SVC_DATA_DIR: join(tmpdir(), `svc-test-${ulid()}`),
+      ...env,
+    });
+    const app = new TestApp(target, config, cleanup);
+    await app.boot();
+    return app;
+  }
+
+  private async boot() {
+    this.services = await createServices(this.config, { target: this.target });
+    const app = buildApp(this.services, { responseValidation: true });
+    await new Promise<void>((resolve) => {
+      this.server = app.listen(0, '127.0.0.1', () => resolve());
+    });
+    this.baseUrl = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** Stops the HTTP server and closes the database, then boots again on the same data. */
+  async restart() {
+    await this.shutdown();
+    await this.boot();
+  }
+
+  private async shutdown() {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await this.services.orm.close(true);
+  }
+
+  async stop() {
+    await this.shutdown();
+    await this.cleanup();
+  }
+
+  /** A new project with a key in the given mode (every scope unless narrowed). */
+  async key(mode: 'test' | 'live' = 'test', opts: { scopes?: Scope[]; projectId?: string } = {}): Promise<TestKey> {
+    const em = this.services.orm.em.fork();
+    const projectId = opts.projectId ?? (await createProject(em, `p-${ulid()}`)).id;
+    const { key, secret } = await createApiKey(em, { projectId, mode, scopes: opts.scopes ?? [...SCOPES] });
+    return { id: key.id, secret, projectId, mode };
+  }
+
+  async request<T = any>(
+    method: string,
+    path: string,
+    opts: { key?: TestKey | string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  ): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.key) headers.authorization = `Bearer ${typeof opts.key === 'string' ? opts.key : opts.key.secret}`;
+    let body: string | undefined;
+    if (opts.rawBody !== undefined) {
+      body = opts.rawBody;
+      headers['content-type'] ??= 'application/json';
+    } else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(this.baseUrl + path, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    if (text.length > 0) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+    }
+    return { status: res.status, body: parsed as T, headers: res.headers, text };
+  }
+}
+
+export const TEST_PAY_TO = '0x1111111111111111111111111111111111111111';
+
+export function merchantBody(overrides: Record<string, unknown> = {}) {
+  const slug = `shop-${ulid().toLowerCase().slice(-10)}`;
+  return {
+    slug,
+    name: 'Test Shop',
+    domain: `${slug}.example.com`,
+    receiving: { x402: { chain: 'base-sepolia', address: TEST_PAY_TO }, mock: { account: 'acct_test' } },
+    ...overrides,
+  };
+}
+
+/** The shape every error must have: exactly the two keys. */
+export function expectErrorShape(body: unknown): asserts body is { reason_codes: string[]; error_human: string } {
+  const b = body as Record<string, unknown>;
+  if (!b || typeof b !== 'object') throw new Error(`error body is not an object: ${JSON.stringify(body)}`);
+  const keys = Object.keys(b).sort().join(',');
+  if (keys !== 'error_human,reason_codes') throw new Error(`error body keys are ${keys}: ${JSON.stringify(body)}`);
+  if (!Array.isArray(b.reason_codes) || typeof b.error_human !== 'string') throw new Error('bad error body types');
+}
