@@ -71,6 +71,7 @@ export const REASON_CODES = {
   MANDATE_NOT_APPROVED: { status: 403, human: 'The mandate decision is not approve.' },
   MANDATE_AMOUNT_INSUFFICIENT: { status: 403, human: 'The mandate max_amount is below the cart total.' },
   MANDATE_MERCHANT_MISMATCH: { status: 403, human: 'The mandate was issued for another merchant.' },
+  MANDATE_AGENT_MISMATCH: { status: 403, human: 'The mandate was issued for another agent (agent_id differs from the session).' },
   MANDATE_REPLAY: { status: 403, human: 'The mandate subject was already used.' },
   MANDATE_TYPE_UNSUPPORTED: { status: 403, human: 'This mandate type is accepted on the wire but not verified yet.' },
   MANDATE_ISSUER_UNAVAILABLE: { status: 403, human: 'The trusted mandate issuer keys could not be fetched.' },

@@ -4,6 +4,9 @@ import { healthContract, meContract } from './me.js';
 import { merchantsContract } from './merchants.js';
 import { policyContract } from './policy.js';
 import { receivingContract } from './receiving.js';
+import { agentContract } from './agent.js';
+import { ordersContract, sessionsContract } from './orders.js';
+import { reputationContract } from './reputation.js';
 
 export const contract = c.router({
   health: healthContract,
@@ -12,6 +15,10 @@ export const contract = c.router({
   catalog: catalogContract,
   receiving: receivingContract,
   policy: policyContract,
+  agent: agentContract,
+  orders: ordersContract,
+  sessions: sessionsContract,
+  reputation: reputationContract,
 });
 export type Contract = typeof contract;
 
@@ -22,3 +29,6 @@ export * from './catalog.js';
 export * from './receiving.js';
 export * from './policy.js';
 export * from './me.js';
+export * from './agent.js';
+export * from './orders.js';
+export * from './reputation.js';

@@ -5,8 +5,10 @@ import { newId } from './lib/ids.js';
 import type { Services } from './services.js';
 import { authMiddleware } from './http/auth.js';
 import { errorHandler, notFoundHandler, validationErrorHandler } from './http/errors.js';
+import { bodyGuardMiddleware } from './http/body-guard.js';
 import { idempotencyMiddleware } from './http/idempotency.js';
 import { router } from './http/router.js';
+import { agentHostRouting } from './http/agent-host.js';
 
 export type AppOptions = {
   /** Validate every response against the contract (on in tests so presenters cannot drift). */
@@ -58,12 +60,15 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
     }),
   );
 
+  app.use(agentHostRouting(services.config.SVC_DISCOVERY_DOMAIN));
+
   createExpressEndpoints(contract, router, app, {
     logInitialization: false,
     jsonQuery: false,
     responseValidation: opts.responseValidation ?? false,
     // ts-rest types these per route; ours are plain Express handlers that read req.tsRestRoute.
-    globalMiddleware: [authMiddleware, idempotencyMiddleware] as unknown as [],
+    // Auth first; then refuse bodies storage cannot hold (before idempotency hashes them).
+    globalMiddleware: [authMiddleware, bodyGuardMiddleware, idempotencyMiddleware] as unknown as [],
     requestValidationErrorHandler: validationErrorHandler as unknown as 'default',
   });
 

@@ -3,5 +3,7 @@ import { CatalogItemEntity } from '../modules/catalog/entity.js';
 import { MerchantEntity } from '../modules/merchants/entity.js';
 import { PolicyVersionEntity } from '../modules/policy/entity.js';
 import { IdempotencyRecord } from './idempotency-entity.js';
+import { CheckoutSessionEntity } from '../modules/checkout/entity.js';
+import { OrderEntity, ReceiptEntity } from '../modules/orders/entity.js';
 
-export const entities = [Organization, Project, ApiKey, MerchantEntity, CatalogItemEntity, PolicyVersionEntity, IdempotencyRecord];
+export const entities = [Organization, Project, ApiKey, MerchantEntity, CatalogItemEntity, PolicyVersionEntity, IdempotencyRecord, CheckoutSessionEntity, OrderEntity, ReceiptEntity];

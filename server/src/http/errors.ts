@@ -11,10 +11,16 @@ const UNIQUE_CODES: Record<string, ReasonCode> = {
   catalog_items_merchant_sku: 'PRODUCT_SKU_TAKEN',
 };
 
+/** error_human is one line: control and line-separator characters (e.g. echoed from a path) are escaped. */
+export function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 export function sendError(res: Response, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) {
   if (res.headersSent) return;
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-  res.status(status).json(body);
+  const out = typeof body.error_human === 'string' ? { ...body, error_human: oneLine(body.error_human) } : body;
+  res.status(status).json(out);
 }
 
 export function sendCode(res: Response, code: ReasonCode, human?: string) {
@@ -61,11 +67,22 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     return sendCode(res, 'BAD_REQUEST', 'Unsupported body encoding or charset.');
   }
   if (e?.type === 'request.aborted') return;
+  // The router could not percent-decode a path parameter.
+  if (err instanceof URIError && e.status === 400) return sendCode(res, 'BAD_REQUEST', 'The request path is not valid percent-encoding.');
+  // Other client errors raised while reading the body (corrupt gzip, a Content-Length
+  // mismatch): body-parser raises them through http-errors, which marks them expose.
+  const exposed = err as { expose?: boolean };
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && exposed.expose === true) {
+    if (e.status === 413) return sendCode(res, 'PAYLOAD_TOO_LARGE');
+    return sendCode(res, 'BAD_REQUEST', `The request could not be read: ${e.message ?? 'malformed request'}.`);
+  }
   if (err instanceof UniqueConstraintViolationException) {
     const name = (err as unknown as { constraint?: string }).constraint ?? '';
     const hit = Object.entries(UNIQUE_CODES).find(([k]) => name === k || String(err.message).includes(k));
     if (hit) return sendCode(res, hit[1]);
   }
-  req.ctx?.log.error({ err }, 'unhandled error');
+  // Log the error without driver extras (a failed query carries its SQL and parameters).
+  const safe = err instanceof Error ? { name: err.name, message: err.message.split('\n')[0], stack: err.stack?.split('\n').slice(1, 8).join('\n') } : { value: String(err) };
+  req.ctx?.log.error({ err: safe, code: e?.constraint }, 'unhandled error');
   sendCode(res, 'INTERNAL_ERROR');
 };

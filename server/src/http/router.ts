@@ -14,7 +14,26 @@ import {
 } from '../modules/merchants/service.js';
 import { getPolicy, publishConfig, putPolicy, validateConfig } from '../modules/policy/service.js';
 import { ApiError } from '../lib/errors.js';
-import { authed, ctxOf } from './context.js';
+import { etagMatches, manifestFor, merchantByRef } from '../modules/agent/discovery.js';
+import { listCatalogItems } from '../modules/catalog/service.js';
+import { createCheckout, findSession, sessionView } from '../modules/checkout/service.js';
+import { resolveHold, settleSession } from '../modules/checkout/settle.js';
+import { listOrders, sessionForMerchantKey } from '../modules/orders/service.js';
+import { lookupReputation } from '../modules/reputation/service.js';
+import { authed, ctxOf, type Ctx } from './context.js';
+
+/** Where hosted links (review_url) point: SVC_PUBLIC_BASE_URL, else the origin the request came to. */
+function baseUrlOf(req: { protocol: string; get(name: string): string | undefined }, ctx: Ctx): string {
+  return ctx.services.config.SVC_PUBLIC_BASE_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
+}
+
+const RESERVED = new Set(['agent', 'merchant']);
+async function agentReputation(ctx: Ctx, agentId: string) {
+  if (RESERVED.has(agentId.toLowerCase())) {
+    throw new ApiError('VALIDATION_FAILED', `"${agentId}" is a reserved segment; use /v1/reputation/agent/<agentId> or /v1/reputation/merchant/<merchantId>.`);
+  }
+  return { agentId, ...(await lookupReputation(ctx.services.orm.em.fork(), 'agent', agentId)) };
+}
 
 const s = initServer();
 
@@ -104,6 +123,80 @@ export const router = s.router(contract, {
     publish: async ({ req, query }) => {
       const ctx = authed(req);
       return { status: 200, body: await publishConfig(ctx, query.merchant_id) };
+    },
+  },
+  agent: {
+    manifest: async ({ req, res, params }) => {
+      const ctx = ctxOf(req);
+      const m = await merchantByRef(ctx.em, params.merchant);
+      const manifest = await manifestFor(ctx.em, m, req.agentPrefix ?? `/m/${params.merchant}`);
+      res.setHeader('ETag', manifest.etag);
+      res.setHeader('Cache-Control', 'public, max-age=30, must-revalidate');
+      if (etagMatches(req.header('if-none-match'), manifest.etag)) return { status: 304, body: undefined };
+      return { status: 200, body: JSON.parse(manifest.bytes) };
+    },
+    jwks: async ({ req, res, params }) => {
+      const ctx = ctxOf(req);
+      const m = await merchantByRef(ctx.em, params.merchant);
+      res.setHeader('Cache-Control', 'public, max-age=300');
+      return { status: 200, body: await merchantJwks(ctx.em, m.id) };
+    },
+    catalog: async ({ req, params }) => {
+      const ctx = ctxOf(req);
+      const m = await merchantByRef(ctx.em, params.merchant);
+      return { status: 200, body: { items: (await listCatalogItems(ctx.em, m.id, true)).map(presentCatalogItem) } };
+    },
+    createCheckout: async ({ req, params, body }) => {
+      const ctx = ctxOf(req);
+      const m = await merchantByRef(ctx.em, params.merchant);
+      return { status: 201, body: await createCheckout(ctx, m, req.agentPrefix ?? `/m/${params.merchant}`, body) };
+    },
+    getCheckout: async ({ req, params }) => {
+      const ctx = ctxOf(req);
+      const m = await merchantByRef(ctx.em, params.merchant);
+      return { status: 200, body: sessionView(await findSession(ctx.em, m, params.id), ctx.services.now()) };
+    },
+    settle: async ({ req, params, body }) => {
+      const ctx = ctxOf(req);
+      const m = await merchantByRef(ctx.em, params.merchant);
+      return settleSession(ctx, m, params.id, body, baseUrlOf(req, ctx));
+    },
+  },
+  orders: {
+    list: async ({ req, query }) => {
+      const ctx = authed(req);
+      return { status: 200, body: await listOrders(ctx.em, ctx.auth, query) };
+    },
+  },
+  sessions: {
+    get: async ({ req, params }) => {
+      const ctx = authed(req);
+      const { session } = await sessionForMerchantKey(ctx.em, ctx.auth, params.id);
+      return { status: 200, body: sessionView(session, ctx.services.now()) };
+    },
+    approve: async ({ req, params }) => {
+      const ctx = authed(req);
+      const { merchant } = await sessionForMerchantKey(ctx.em, ctx.auth, params.id);
+      const out = await resolveHold(ctx, merchant, params.id, 'approve');
+      if (out.kind !== 'approved') throw new ApiError('SESSION_NOT_HELD');
+      return { status: 200, body: out.body };
+    },
+    decline: async ({ req, params }) => {
+      const ctx = authed(req);
+      const { merchant } = await sessionForMerchantKey(ctx.em, ctx.auth, params.id);
+      const out = await resolveHold(ctx, merchant, params.id, 'decline');
+      if (out.kind !== 'declined') throw new ApiError('SESSION_NOT_HELD');
+      return { status: 200, body: out.body };
+    },
+  },
+  reputation: {
+    agent: async ({ req, params }) => ({ status: 200, body: await agentReputation(ctxOf(req), params.agentId) }),
+    short: async ({ req, params }) => ({ status: 200, body: await agentReputation(ctxOf(req), params.agentId) }),
+    legacy: async ({ req, params }) => ({ status: 200, body: await agentReputation(ctxOf(req), params.agentId) }),
+    legacySlash: async ({ req, params }) => ({ status: 200, body: await agentReputation(ctxOf(req), params.agentId) }),
+    merchant: async ({ req, params }) => {
+      const ctx = ctxOf(req);
+      return { status: 200, body: { merchantId: params.merchantId, ...(await lookupReputation(ctx.services.orm.em.fork(), 'merchant', params.merchantId)) } };
     },
   },
 });

@@ -27,11 +27,12 @@ export class Migration20261121000002AgentProtocol extends Migration {
       path_prefix text not null,
       idempotency_key text,
       request_hash text not null,
-      create_response jsonb,
+      create_response text,
+      payment jsonb,
       verdict jsonb,
       settle_payment_hash text,
       settle_status integer,
-      settle_response jsonb,
+      settle_response text,
       order_id text,
       receipt_id text,
       receipt_jws text,
@@ -106,7 +107,7 @@ export class Migration20261121000002AgentProtocol extends Migration {
       delta integer not null,
       reason text not null,
       created_at timestamptz not null default now(),
-      primary key (session_id, subject_type)
+      primary key (session_id, subject_type, reason)
     )`);
     this.addSql(`create table rate_limit_buckets (
       bucket text not null,

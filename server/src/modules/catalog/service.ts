@@ -1,5 +1,5 @@
 import { QueryOrder, UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { CatalogItem, CatalogItemInput, CatalogItemPatch } from '@svc/contract';
+import { Sku, type CatalogItem, type CatalogItemInput, type CatalogItemPatch } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import type { AuthContext, Ctx } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
@@ -66,7 +66,8 @@ export async function createCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
 }
 
 async function findItem(em: Em, merchantId: string, sku: string) {
-  const item = await em.findOne(CatalogItemEntity, { merchantId, sku });
+  // A path that is not a valid SKU names no item; it never reaches the database (NUL bytes would fail there).
+  const item = Sku.safeParse(sku).success ? await em.findOne(CatalogItemEntity, { merchantId, sku }) : null;
   if (!item) throw new ApiError('NOT_FOUND', `No catalog item with SKU ${sku}.`);
   return item;
 }

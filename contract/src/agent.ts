@@ -1,0 +1,252 @@
+import { z } from 'zod';
+import { c, meta, publicErrors } from './common.js';
+import { ErrorBody } from './errors.js';
+import { CatalogItem } from './catalog.js';
+import { Jwks, RailName } from './merchants.js';
+import { TrustTier } from './policy.js';
+
+/** The merchant reference in `/m/<ref>/...`: an `mrch_` id or a slug. */
+const MerchantRef = z.object({ merchant: z.string().min(1).max(100) });
+const SessionRef = MerchantRef.extend({ id: z.string().min(1).max(100) });
+
+export const MandateType = z.enum(['svc', 'ap2', 'acp', 'none']);
+export type MandateType = z.infer<typeof MandateType>;
+
+export const Manifest = z.object({
+  protocol: z.literal('svc-checkout/0.1'),
+  merchant: z.object({ id: z.string(), name: z.string(), domain: z.string() }),
+  livemode: z.boolean(),
+  catalog_url: z.string().describe('Relative path of the catalog.'),
+  checkout_url: z.string().describe('Relative path to POST a checkout session to.'),
+  jwks_url: z.string().describe('Relative path of the receipt key set.'),
+  rails: z.array(RailName),
+  pay_to: z.object({
+    x402: z.object({ chain: z.string(), address: z.string(), asset: z.string() }).optional(),
+    mock: z.object({ account: z.string() }).optional(),
+    card: z.object({ processor: z.string() }).optional(),
+  }),
+  mandate: z.object({ accepted: z.array(MandateType), preferred: MandateType }),
+  policy_summary: z.object({
+    require_mandate_over_usd: z.number().nullable(),
+    max_per_transaction_usd: z.number().nullable(),
+    min_reputation_tier: z.string().nullable(),
+  }),
+});
+export type Manifest = z.infer<typeof Manifest>;
+
+export const Buyer = z
+  .object({
+    name: z.string().min(1).max(200),
+    shipping_address: z
+      .object({
+        line1: z.string().min(1).max(300),
+        city: z.string().min(1).max(100),
+        postal_code: z.string().min(1).max(20),
+        country: z.string().regex(/^[A-Za-z]{2}$/, 'must be an ISO 3166-1 alpha-2 country code'),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const MandateInput = z
+  .object({
+    type: MandateType,
+    token: z.string().max(16_384).optional().describe('Compact JWS for svc mandates.'),
+    raw: z.unknown().optional(),
+  })
+  .strict();
+
+export const CreateCheckoutBody = z
+  .object({
+    agent_id: z.string().uuid('must be a UUID'),
+    items: z
+      .array(z.object({ sku: z.string().min(1).max(128), qty: z.number().int().min(1).max(1000) }).strict())
+      .min(1)
+      .max(100)
+      .refine((items) => new Set(items.map((i) => i.sku)).size === items.length, 'must list each SKU at most once'),
+    buyer_intent: z.string().max(2000).optional(),
+    mandate: MandateInput.optional(),
+    rail: RailName.optional(),
+    idempotency_key: z.string().min(1).max(255).optional(),
+    buyer: Buyer.optional(),
+  })
+  .strict();
+export type CreateCheckoutBody = z.infer<typeof CreateCheckoutBody>;
+
+export const Total = z.object({ currency: z.string(), subtotal: z.string(), tax: z.string(), total: z.string() });
+export type Total = z.infer<typeof Total>;
+
+export const PaymentRequired = z.object({
+  rail: RailName,
+  scheme: z.enum(['x402-exact', 'mock', 'card']),
+  payTo: z.string().nullable(),
+  amount: z.string().describe('Exact decimal; for x402 the total rounded up to a whole base unit.'),
+  currency: z.string(),
+  amountBaseUnits: z.string().nullable().describe('Exact integer string of USDC base units (6 decimals).'),
+  chain: z.enum(['base', 'base-sepolia']).nullable(),
+  chainId: z.number().int().nullable(),
+  asset: z.literal('USDC').nullable(),
+  verifyingContract: z.string().nullable().describe('The USDC token contract (EIP-712 verifyingContract).'),
+  eip712Domain: z.object({ name: z.string(), version: z.string() }).nullable(),
+  validUntil: z.number().int().describe('Unix seconds; equals expires_at.'),
+});
+export type PaymentRequired = z.infer<typeof PaymentRequired>;
+
+export const CheckoutCreated = z.object({
+  session_id: z.string(),
+  state: z.literal('awaiting_payment'),
+  livemode: z.boolean(),
+  total: Total,
+  payment_required: PaymentRequired,
+  expires_at: z.number().int(),
+  next: z.string().describe('The literal next call to make.'),
+});
+export type CheckoutCreated = z.infer<typeof CheckoutCreated>;
+
+export const SessionState = z.enum(['awaiting_payment', 'settling', 'accepted', 'rejected', 'held', 'expired']);
+export const VerdictView = z.object({
+  decision: z.enum(['accept', 'reject', 'hold']),
+  tier: TrustTier,
+  reasonCodes: z.array(z.string()),
+  signals: z.record(z.string(), z.unknown()),
+});
+
+export const SessionView = z.object({
+  id: z.string(),
+  merchantId: z.string(),
+  agentId: z.string(),
+  state: SessionState,
+  livemode: z.boolean(),
+  lines: z.array(z.object({ sku: z.string(), name: z.string(), qty: z.number().int(), unitPrice: z.string(), lineTotal: z.string() })),
+  total: Total,
+  railName: RailName,
+  paymentRequired: PaymentRequired.optional(),
+  verdict: VerdictView.nullable(),
+  receipt: z.string().nullable(),
+  orderId: z.string().nullable(),
+  settlement: z.object({ rail: z.string(), reference: z.string() }).nullable(),
+  createdAt: z.number().int(),
+  expiresAt: z.number().int(),
+  next: z.string().optional(),
+});
+export type SessionView = z.infer<typeof SessionView>;
+
+export const X402Authorization = z
+  .object({
+    from: z.string(),
+    to: z.string(),
+    value: z.string().describe('Integer base units, exactly amountBaseUnits.'),
+    validAfter: z.number().int().nonnegative(),
+    validBefore: z.number().int().nonnegative(),
+    nonce: z.string().describe('0x-prefixed 32 bytes hex'),
+  })
+  .strict();
+
+export const SettleBody = z
+  .object({
+    payment: z.union([
+      z
+        .object({
+          scheme: z.string().describe('x402-exact'),
+          authorization: X402Authorization,
+          signature: z.string().describe('0x-prefixed hex'),
+        })
+        .strict(),
+      z.object({ mock: z.literal(true) }).strict(),
+    ]),
+  })
+  .strict();
+export type SettleBody = z.infer<typeof SettleBody>;
+
+export const SettleAccepted = z.object({
+  status: z.literal('accepted'),
+  order_id: z.string(),
+  receipt: z.string().describe('Compact JWS signed with the merchant receipt key.'),
+  fulfillment: z.object({ rail: z.string(), reference: z.string() }),
+});
+export const SettleHeld = z.object({
+  status: z.literal('hold'),
+  review_url: z.string(),
+  reason_codes: z.array(z.string()),
+  error_human: z.string(),
+  next: z.string(),
+});
+export const SettlePaymentInvalid = z.object({
+  status: z.literal('payment_invalid'),
+  reason_codes: z.array(z.string()),
+  error_human: z.string(),
+});
+export const SettleRejected = z.object({
+  status: z.literal('rejected'),
+  reason_codes: z.array(z.string()),
+  error_human: z.string(),
+});
+
+const agentMeta = (operationId: string) => meta({ auth: 'public', scopes: [], tag: 'Agent', operationId });
+
+export const agentContract = c.router({
+  manifest: {
+    method: 'GET',
+    path: '/m/:merchant/.well-known/agentic-checkout.json',
+    pathParams: MerchantRef,
+    responses: { 200: Manifest, 304: c.noBody(), ...publicErrors },
+    summary: 'Discovery manifest (ETag; 304 on If-None-Match)',
+    description: 'Also served at the root of <slug>.<discovery domain> and of the merchant\'s own domain.',
+    metadata: agentMeta('getManifest'),
+  },
+  jwks: {
+    method: 'GET',
+    path: '/m/:merchant/.well-known/jwks.json',
+    pathParams: MerchantRef,
+    responses: { 200: Jwks, ...publicErrors },
+    summary: 'The merchant\'s receipt public key set',
+    metadata: agentMeta('getAgentJwks'),
+  },
+  catalog: {
+    method: 'GET',
+    path: '/m/:merchant/agent/catalog',
+    pathParams: MerchantRef,
+    responses: { 200: z.object({ items: z.array(CatalogItem) }), ...publicErrors },
+    summary: 'Available catalog items',
+    metadata: agentMeta('getAgentCatalog'),
+  },
+  createCheckout: {
+    method: 'POST',
+    path: '/m/:merchant/agent/checkout',
+    pathParams: MerchantRef,
+    body: CreateCheckoutBody,
+    responses: { 201: CheckoutCreated, ...publicErrors, 409: ErrorBody, 422: ErrorBody, 429: ErrorBody },
+    summary: 'Open a checkout session',
+    description: 'Idempotent on (agent_id, idempotency_key). Rate limited per agent and merchant (429 with Retry-After).',
+    metadata: agentMeta('createCheckout'),
+  },
+  getCheckout: {
+    method: 'GET',
+    path: '/m/:merchant/agent/checkout/:id',
+    pathParams: SessionRef,
+    responses: { 200: SessionView, ...publicErrors },
+    summary: 'Poll a checkout session',
+    metadata: agentMeta('getCheckout'),
+  },
+  settle: {
+    method: 'POST',
+    path: '/m/:merchant/agent/checkout/:id/settle',
+    pathParams: SessionRef,
+    body: SettleBody,
+    responses: {
+      200: SettleAccepted,
+      202: SettleHeld,
+      402: SettlePaymentInvalid,
+      403: SettleRejected,
+      ...publicErrors,
+      409: ErrorBody,
+      410: ErrorBody,
+      503: ErrorBody,
+    },
+    summary: 'Run the acceptance gate and settle',
+    description:
+      'Gate order: mandate, replay, reputation, policy verdict, capture, receipt. A repeat of the same payment after a terminal result replays it byte for byte.',
+    metadata: agentMeta('settleCheckout'),
+  },
+});

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, prefixedId } from './common.js';
+import { ErrorBody } from './errors.js';
+import { SessionView, SettleAccepted, Total } from './agent.js';
+import { TrustTier } from './policy.js';
+
+export const Order = z.object({
+  id: z.string(),
+  session_id: z.string(),
+  merchant_id: z.string(),
+  agent_id: z.string(),
+  decision: z.enum(['accept', 'reject', 'hold']),
+  total: Total.nullable(),
+  rail_name: z.string(),
+  settlement_ref: z.string().optional(),
+  receipt_id: z.string().optional(),
+  mandate_type: z.enum(['svc', 'ap2', 'acp', 'none']),
+  trust_tier: TrustTier,
+  livemode: z.boolean(),
+  created_at: IsoTimestamp,
+});
+export type Order = z.infer<typeof Order>;
+
+const SessionParams = z.object({ id: z.string().min(1).max(100) });
+
+export const ordersContract = c.router({
+  list: {
+    method: 'GET',
+    path: '/v1/orders',
+    query: ListQuery(50).extend({ merchant_id: prefixedId('mrch').optional() }).strict(),
+    responses: { 200: listEnvelope(Order), ...keyErrors },
+    summary: 'The order feed, newest first',
+    metadata: meta({ auth: 'key', scopes: ['orders:read'], tag: 'Orders', operationId: 'listOrders' }),
+  },
+});
+
+export const sessionsContract = c.router({
+  get: {
+    method: 'GET',
+    path: '/v1/sessions/:id',
+    pathParams: SessionParams,
+    responses: { 200: SessionView, ...keyErrors },
+    summary: 'Read a checkout session (the hosted review of a held session)',
+    metadata: meta({ auth: 'key', scopes: ['orders:read'], tag: 'Orders', operationId: 'getSession' }),
+  },
+  approve: {
+    method: 'POST',
+    path: '/v1/sessions/:id/approve',
+    pathParams: SessionParams,
+    body: c.noBody(),
+    responses: { 200: SettleAccepted, ...keyErrors, 402: ErrorBody, 409: ErrorBody, 503: ErrorBody },
+    summary: 'Approve a held session: runs capture and issues the receipt',
+    metadata: meta({ auth: 'key', scopes: ['orders:write'], tag: 'Orders', operationId: 'approveSession' }),
+  },
+  decline: {
+    method: 'POST',
+    path: '/v1/sessions/:id/decline',
+    pathParams: SessionParams,
+    body: c.noBody(),
+    responses: { 200: z.object({ status: z.literal('rejected'), session_id: z.string(), order_id: z.string().nullable() }), ...keyErrors, 409: ErrorBody },
+    summary: 'Decline a held session',
+    metadata: meta({ auth: 'key', scopes: ['orders:write'], tag: 'Orders', operationId: 'declineSession' }),
+  },
+});

@@ -1,0 +1,193 @@
+import { z } from 'zod';
+import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, prefixedId } from './common.js';
+import { ErrorBody } from './errors.js';
+
+/** Event types of section 6; `*` in `enabled_events` subscribes to all of them. */
+export const EVENT_TYPES = ['order.accepted', 'order.settled', 'order.rejected', 'order.held'] as const;
+export const WebhookEventType = z.enum(EVENT_TYPES);
+export type WebhookEventType = z.infer<typeof WebhookEventType>;
+
+export const EnabledEvents = z
+  .array(z.union([WebhookEventType, z.literal('*')]))
+  .min(1)
+  .max(EVENT_TYPES.length + 1)
+  .refine((list) => new Set(list).size === list.length, 'must not repeat an event type')
+  .refine((list) => !list.includes('*') || list.length === 1, '"*" must be the only entry when present')
+  .describe('Event types to deliver, or ["*"] for all.');
+
+/** Only shape and length here: the server answers WEBHOOK_URL_INVALID with the precise rule. */
+const WebhookUrl = z.string().trim().min(1).max(2048).describe('https URL (test mode also allows http to a loopback address).');
+
+export const WebhookEndpointStatus = z.enum(['pending', 'enabled', 'disabled']);
+
+export const WebhookEndpoint = z.object({
+  id: prefixedId('whk'),
+  url: z.string(),
+  enabled_events: z.array(z.string()),
+  status: WebhookEndpointStatus.describe('pending until the first 2xx, then enabled; disabled by PATCH or after 5 days of only failures.'),
+  disabled_reason: z.enum(['manual', 'failing']).nullable().describe('Why the endpoint is disabled; null unless status is disabled.'),
+  description: z.string().nullable(),
+  livemode: z.boolean(),
+  previous_secret_expires_at: IsoTimestamp.nullable().describe('While set, deliveries are also signed with the secret replaced by the last rotation.'),
+  created_at: IsoTimestamp,
+  updated_at: IsoTimestamp,
+});
+export type WebhookEndpoint = z.infer<typeof WebhookEndpoint>;
+
+/** Returned by create and rotate-secret only: the one time the secret is shown. */
+export const WebhookEndpointWithSecret = WebhookEndpoint.extend({
+  secret: z.string().regex(/^whsec_/).describe('Signing secret; shown once.'),
+});
+export type WebhookEndpointWithSecret = z.infer<typeof WebhookEndpointWithSecret>;
+
+export const CreateWebhookEndpointBody = z
+  .object({
+    url: WebhookUrl,
+    enabled_events: EnabledEvents,
+    description: z.string().trim().max(500).optional(),
+  })
+  .strict();
+export type CreateWebhookEndpointBody = z.infer<typeof CreateWebhookEndpointBody>;
+
+export const UpdateWebhookEndpointBody = z
+  .object({
+    url: WebhookUrl.optional(),
+    enabled_events: EnabledEvents.optional(),
+    description: z.string().trim().max(500).nullable().optional(),
+    disabled: z
+      .boolean()
+      .optional()
+      .describe('true disables the endpoint (no deliveries; pending ones are canceled); false re-enables it.'),
+  })
+  .strict();
+export type UpdateWebhookEndpointBody = z.infer<typeof UpdateWebhookEndpointBody>;
+
+export const WebhookEvent = z.object({
+  id: prefixedId('evt'),
+  type: WebhookEventType,
+  created: z.number().int().describe('Unix seconds.'),
+  livemode: z.boolean(),
+  api_version: z.literal('v1'),
+  data: z.object({ object: z.record(z.string(), z.unknown()) }),
+});
+export type WebhookEvent = z.infer<typeof WebhookEvent>;
+
+export const WebhookAttempt = z.object({
+  id: prefixedId('wha').describe('Sent as Svc-Delivery-Id.'),
+  attempt_number: z.number().int().min(1).max(7),
+  status: z
+    .enum(['in_progress', 'succeeded', 'failed', 'lost'])
+    .describe('lost: the worker stopped before recording a result; the attempt was sent again after its lease expired.'),
+  response_status: z.number().int().nullable(),
+  duration_ms: z.number().int().nullable(),
+  error: z.string().nullable(),
+  created_at: IsoTimestamp,
+  completed_at: IsoTimestamp.nullable(),
+});
+
+export const WebhookDelivery = z.object({
+  endpoint_id: prefixedId('whk'),
+  status: z.enum(['pending', 'succeeded', 'failed', 'canceled']).describe('failed is permanent (seven failed attempts); canceled: the endpoint was disabled or deleted.'),
+  replay: z.boolean().describe('true when enqueued by POST /v1/events/{id}/replay.'),
+  attempt_count: z.number().int(),
+  next_attempt_at: IsoTimestamp.nullable(),
+  created_at: IsoTimestamp,
+  attempts: z.array(WebhookAttempt),
+});
+
+export const WebhookEventDetail = WebhookEvent.extend({ deliveries: z.array(WebhookDelivery) });
+
+export const ReplayResult = z.object({
+  event_id: prefixedId('evt'),
+  deliveries: z.array(z.object({ endpoint_id: prefixedId('whk'), status: z.literal('pending') })),
+});
+
+const EndpointParams = z.object({ id: z.string().min(1).max(100) });
+const EventParams = z.object({ id: z.string().min(1).max(100) });
+const writeMeta = (operationId: string) => meta({ auth: 'key', scopes: ['webhooks:write'], tag: 'Webhooks', operationId });
+const readMeta = (operationId: string) => meta({ auth: 'key', scopes: ['webhooks:read'], tag: 'Webhooks', operationId });
+
+export const webhooksContract = c.router({
+  createEndpoint: {
+    method: 'POST',
+    path: '/v1/webhooks/endpoints',
+    body: CreateWebhookEndpointBody,
+    responses: { 201: WebhookEndpointWithSecret, ...keyErrors, 422: ErrorBody },
+    summary: 'Register a webhook endpoint',
+    description:
+      'Scoped to the key\'s project and mode. The response carries the whsec_ signing secret, shown this once. Status starts pending and becomes enabled on the first 2xx.',
+    metadata: writeMeta('createWebhookEndpoint'),
+  },
+  listEndpoints: {
+    method: 'GET',
+    path: '/v1/webhooks/endpoints',
+    query: ListQuery(20),
+    responses: { 200: listEnvelope(WebhookEndpoint), ...keyErrors },
+    summary: 'List webhook endpoints, newest first',
+    metadata: readMeta('listWebhookEndpoints'),
+  },
+  getEndpoint: {
+    method: 'GET',
+    path: '/v1/webhooks/endpoints/:id',
+    pathParams: EndpointParams,
+    responses: { 200: WebhookEndpoint, ...keyErrors },
+    summary: 'Retrieve a webhook endpoint',
+    metadata: readMeta('getWebhookEndpoint'),
+  },
+  updateEndpoint: {
+    method: 'PATCH',
+    path: '/v1/webhooks/endpoints/:id',
+    pathParams: EndpointParams,
+    body: UpdateWebhookEndpointBody,
+    responses: { 200: WebhookEndpoint, ...keyErrors },
+    summary: 'Update a webhook endpoint; only present fields change',
+    description: 'disabled: true stops deliveries; disabled: false re-enables (enabled if it ever succeeded, else pending). A new url resets an active endpoint to pending.',
+    metadata: writeMeta('updateWebhookEndpoint'),
+  },
+  deleteEndpoint: {
+    method: 'DELETE',
+    path: '/v1/webhooks/endpoints/:id',
+    pathParams: EndpointParams,
+    body: c.noBody(),
+    responses: { 204: c.noBody(), ...keyErrors },
+    summary: 'Delete a webhook endpoint; its pending deliveries are canceled',
+    metadata: writeMeta('deleteWebhookEndpoint'),
+  },
+  rotateSecret: {
+    method: 'POST',
+    path: '/v1/webhooks/endpoints/:id/rotate-secret',
+    pathParams: EndpointParams,
+    body: c.noBody(),
+    responses: { 200: WebhookEndpointWithSecret, ...keyErrors },
+    summary: 'Roll the signing secret',
+    description: 'Returns the new secret once. For 24 h deliveries carry two v1 signatures, one per secret.',
+    metadata: writeMeta('rotateWebhookSecret'),
+  },
+  listEvents: {
+    method: 'GET',
+    path: '/v1/events',
+    query: ListQuery(20).extend({ type: WebhookEventType.optional() }).strict(),
+    responses: { 200: listEnvelope(WebhookEvent), ...keyErrors },
+    summary: 'List events, newest first',
+    description: 'Every event of the key\'s project and mode, whether or not an endpoint received it.',
+    metadata: readMeta('listEvents'),
+  },
+  getEvent: {
+    method: 'GET',
+    path: '/v1/events/:id',
+    pathParams: EventParams,
+    responses: { 200: WebhookEventDetail, ...keyErrors },
+    summary: 'Retrieve an event with its deliveries and their attempts',
+    metadata: readMeta('getEvent'),
+  },
+  replayEvent: {
+    method: 'POST',
+    path: '/v1/events/:id/replay',
+    pathParams: EventParams,
+    body: c.noBody(),
+    responses: { 200: ReplayResult, ...keyErrors },
+    summary: 'Deliver an event again',
+    description: 'Enqueues a new delivery of the same bytes to every endpoint that currently matches it (not disabled, same mode, enabled_events matches).',
+    metadata: writeMeta('replayEvent'),
+  },
+});

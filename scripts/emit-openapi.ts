@@ -1,0 +1,251 @@
+/**
+ * Emits openapi/openapi.json from the contract (@svc/contract).
+ *
+ * `npm run openapi` runs this, then openapi-typescript for openapi/schema.d.ts; the
+ * staleness test (server/test/openapi.test.ts) calls `renderOpenApi()` and compares bytes.
+ * Everything below walks the contract, so new routes need nothing here beyond their RouteMeta.
+ */
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { isAppRoute, type AppRoute, type AppRouter } from '@ts-rest/core';
+import { generateOpenApi } from '@ts-rest/open-api';
+import { c, contract, ErrorBody, type RouteMeta } from '@svc/contract';
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+type JsonObject = { [k: string]: Json };
+
+export const OPENAPI_JSON_PATH = fileURLToPath(new URL('../openapi/openapi.json', import.meta.url));
+export const SCHEMA_DTS_PATH = fileURLToPath(new URL('../openapi/schema.d.ts', import.meta.url));
+
+export type ContractRoute = {
+  /** Dotted position in the contract, e.g. `merchants.create`. */
+  name: string;
+  route: AppRoute;
+  meta: RouteMeta;
+  /** The path in OpenAPI form (`/v1/merchants/{id}`). */
+  openApiPath: string;
+  /** Lower-case HTTP method as used for OpenAPI operation keys. */
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+};
+
+function isRouteMeta(m: unknown): m is RouteMeta {
+  if (typeof m !== 'object' || m === null) return false;
+  const r = m as Record<string, unknown>;
+  return (
+    (r.auth === 'key' || r.auth === 'public') &&
+    Array.isArray(r.scopes) &&
+    typeof r.tag === 'string' &&
+    r.tag.length > 0 &&
+    typeof r.operationId === 'string' &&
+    r.operationId.length > 0
+  );
+}
+
+/** Every route of a ts-rest router with its RouteMeta; throws on a route without metadata or a repeated operationId. */
+export function contractRoutes(router: AppRouter = contract): ContractRoute[] {
+  const out: ContractRoute[] = [];
+  const walk = (r: AppRouter, prefix: string[]) => {
+    for (const [key, value] of Object.entries(r)) {
+      const name = [...prefix, key].join('.');
+      if (isAppRoute(value)) {
+        if (!isRouteMeta(value.metadata)) {
+          throw new Error(`contract route ${name} has no RouteMeta metadata (auth, scopes, tag, operationId)`);
+        }
+        out.push({
+          name,
+          route: value,
+          meta: value.metadata,
+          openApiPath: value.path.replace(/:(\w+)/g, '{$1}'),
+          method: value.method.toLowerCase() as ContractRoute['method'],
+        });
+      } else {
+        walk(value, [...prefix, key]);
+      }
+    }
+  };
+  walk(router, []);
+  const seen = new Map<string, string>();
+  for (const r of out) {
+    const other = seen.get(r.meta.operationId);
+    if (other) throw new Error(`operationId ${r.meta.operationId} is used by both ${other} and ${r.name}`);
+    seen.set(r.meta.operationId, r.name);
+  }
+  return out;
+}
+
+/** The idempotency middleware applies to every key-auth POST (server/src/http/idempotency.ts). */
+export const takesIdempotencyKey = (r: ContractRoute) => r.method === 'post' && r.meta.auth === 'key';
+
+// Fixed texts rather than node's STATUS_CODES, whose wording changes between Node versions.
+const STATUS_TEXT: Record<string, string> = {
+  '200': 'OK',
+  '201': 'Created',
+  '202': 'Accepted',
+  '204': 'No Content',
+  '304': 'Not Modified',
+  '400': 'Bad Request: malformed JSON or failed validation',
+  '401': 'Unauthenticated: missing, unknown or revoked API key',
+  '402': 'Payment Required',
+  '403': 'Forbidden: missing scope or wrong mode',
+  '404': 'Not Found (also cross-mode access)',
+  '409': 'Conflict',
+  '410': 'Gone',
+  '413': 'Payload Too Large (over 256 KB)',
+  '422': 'Unprocessable Entity',
+  '429': 'Too Many Requests',
+  '500': 'Internal Server Error',
+  '503': 'Service Unavailable',
+};
+
+const IDEMPOTENCY_KEY_PARAM: JsonObject = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Optional. A repeat of the same request with the same key within 24 hours replays the first response ' +
+    '(with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; ' +
+    'a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS.',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[!-~]{1,255}$' },
+};
+
+const IDEMPOTENT_REPLAYED_HEADER: JsonObject = {
+  description: 'Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key.',
+  schema: { type: 'string', enum: ['true'] },
+};
+
+function authText(meta: RouteMeta): string {
+  if (meta.auth === 'public') return 'Auth: public, no API key.';
+  if (meta.scopes.length === 0) return 'Auth: API key (Bearer); any scope.';
+  const list = meta.scopes.map((s) => `\`${s}\``).join(', ');
+  return `Auth: API key (Bearer) with scope${meta.scopes.length > 1 ? 's' : ''} ${list}.`;
+}
+
+/** The ErrorBody schema exactly as the generator renders it, for responses this script adds. */
+function errorBodySchema(): Json {
+  const probe = generateOpenApi(
+    c.router({ probe: { method: 'GET', path: '/probe', responses: { 400: ErrorBody } } }),
+    { info: { title: 'probe', version: '0' } },
+  ) as unknown as { paths: Record<string, { get: { responses: Record<string, { content: Record<string, { schema: Json }> }> } }> };
+  return probe.paths['/probe']!.get.responses['400']!.content['application/json']!.schema;
+}
+
+/** Recursively rebuilds objects with keys in code-unit order and drops undefined values; arrays keep their order. */
+function sortKeys(value: unknown): Json {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value !== null && typeof value === 'object') {
+    const out: JsonObject = {};
+    for (const k of Object.keys(value).sort()) {
+      const v = (value as Record<string, unknown>)[k];
+      if (v !== undefined) out[k] = sortKeys(v);
+    }
+    return out;
+  }
+  return value as Json;
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+  if (!pkg.version) throw new Error('package.json has no version');
+  return pkg.version;
+}
+
+/** The OpenAPI document as an object (keys not yet sorted). */
+export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
+  const routes = contractRoutes(router);
+  const tags = [...new Set(routes.map((r) => r.meta.tag))].sort();
+  const doc = generateOpenApi(
+    router,
+    {
+      info: {
+        title: 'svc-checkout',
+        version: packageVersion(),
+        description:
+          'Hosted checkout for AI agents. Merchants configure a catalog, a receiving destination and a versioned ' +
+          'acceptance policy through the management API (/v1, Bearer API key). Agents discover a merchant, open a ' +
+          'checkout session and settle in USDC over x402, receiving an Ed25519-signed receipt. The key decides the ' +
+          'mode: svc_test_ keys act on test merchants (mock facilitator, base-sepolia), svc_live_ keys on live ' +
+          'merchants (base). Every error body is {reason_codes, error_human}.',
+      },
+      servers: [{ url: 'http://localhost:3000', description: 'Local server started with `npm start` (PORT defaults to 3000)' }],
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'svc_test_... or svc_live_... API key',
+            description: 'An API key in Authorization: Bearer <API_KEY>. The key\'s prefix sets the mode (test or live).',
+          },
+        },
+      },
+      tags: tags.map((name) => ({ name })),
+    },
+    { jsonQuery: false },
+  ) as unknown as JsonObject;
+
+  const paths = doc.paths as Record<string, Record<string, JsonObject>>;
+  let errorSchema: Json | undefined;
+  for (const r of routes) {
+    const op = paths[r.openApiPath]?.[r.method];
+    if (!op) throw new Error(`generator produced no operation for ${r.name} (${r.method.toUpperCase()} ${r.openApiPath})`);
+    const { meta } = r;
+    op.operationId = meta.operationId;
+    op.tags = [meta.tag];
+    const base = typeof r.route.description === 'string' && r.route.description ? `${r.route.description}\n\n` : '';
+    op.description = base + authText(meta) + (takesIdempotencyKey(r) ? ' Accepts an Idempotency-Key header.' : '');
+    if (meta.auth === 'key') {
+      op.security = [{ bearerAuth: [] }];
+      op['x-scopes'] = [...meta.scopes];
+    } else {
+      op.security = [];
+    }
+
+    const responses = op.responses as Record<string, JsonObject>;
+    for (const [status, res] of Object.entries(responses)) {
+      if (res.description === status) res.description = STATUS_TEXT[status] ?? status;
+    }
+    const body = r.route.method === 'GET' ? undefined : (r.route as { body?: unknown }).body;
+    const requestBody = op.requestBody as JsonObject | undefined;
+    if (requestBody && body && typeof body === 'object' && 'isOptional' in body && typeof body.isOptional === 'function') {
+      requestBody.required = !body.isOptional();
+    }
+
+    if (takesIdempotencyKey(r)) {
+      const params = (op.parameters as Json[] | undefined) ?? [];
+      op.parameters = [...params, IDEMPOTENCY_KEY_PARAM];
+      for (const [status, res] of Object.entries(responses)) {
+        if (status.startsWith('2')) res.headers = { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER };
+      }
+      if (!responses['409']) {
+        errorSchema ??= errorBodySchema();
+        responses['409'] = {
+          description: 'Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS',
+          content: { 'application/json': { schema: errorSchema } },
+        };
+      }
+    }
+    if (Array.isArray(op.parameters) && op.parameters.length === 0) delete op.parameters;
+  }
+  return doc;
+}
+
+/** The exact bytes of openapi/openapi.json: sorted keys, two-space indent, trailing newline. */
+export function renderOpenApi(router: AppRouter = contract): string {
+  return `${JSON.stringify(sortKeys(buildOpenApiDocument(router)), null, 2)}\n`;
+}
+
+function main() {
+  const text = renderOpenApi();
+  mkdirSync(fileURLToPath(new URL('../openapi/', import.meta.url)), { recursive: true });
+  writeFileSync(OPENAPI_JSON_PATH, text);
+  const n = contractRoutes().length;
+  process.stdout.write(`wrote ${OPENAPI_JSON_PATH} (${n} operations)\n`);
+}
+
+function invokedDirectly(): boolean {
+  try {
+    return !!process.argv[1] && pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url;
+  } catch {
+    return false;
+  }
+}
+if (invokedDirectly()) main();

@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import { resolvePolicy, type Manifest, type RailName } from '@svc/contract';
+import type { Em } from '../../db/orm.js';
+import { ApiError } from '../../lib/errors.js';
+import { hasPrefix } from '../../lib/ids.js';
+import { MerchantEntity } from '../merchants/entity.js';
+import type { MerchantRow } from '../merchants/service.js';
+import { activePolicy } from '../policy/service.js';
+import { effectiveRails } from '../receiving/validate.js';
+
+const notFound = () => new ApiError('NOT_FOUND', 'No such merchant, or it has not published yet.');
+
+/**
+ * `/m/<ref>`: an `mrch_` id names that merchant; a slug names the live merchant when one
+ * exists, else the test merchant. Unpublished merchants are invisible to agents.
+ */
+export async function merchantByRef(em: Em, ref: string): Promise<MerchantRow> {
+  let m: MerchantRow | null;
+  if (hasPrefix(ref, 'mrch')) {
+    m = await em.findOne(MerchantEntity, { id: ref });
+  } else {
+    const rows = await em.find(MerchantEntity, { slug: ref.toLowerCase() }, { orderBy: { livemode: 'desc' } });
+    m = rows[0] ?? null;
+  }
+  if (!m || !m.publishedAt) throw notFound();
+  return m;
+}
+
+/** A merchant whose own storefront domain is `host` (live preferred), or null. */
+export async function merchantRefByDomain(em: Em, host: string): Promise<string | null> {
+  const rows = await em.find(
+    MerchantEntity,
+    { domain: host.toLowerCase(), publishedAt: { $ne: null } },
+    { orderBy: { livemode: 'desc', createdAt: 'asc' }, limit: 1 },
+  );
+  return rows[0]?.id ?? null;
+}
+
+/** Rails agents can use: enabled, configured, valid in the mode and allowed by the active policy. */
+export function agentRails(m: MerchantRow, allowed: RailName[] | null): RailName[] {
+  return effectiveRails(m.rails, m.receiving).filter((r) => !(m.livemode && r === 'mock') && (!allowed || allowed.includes(r)));
+}
+
+type CachedManifest = { version: number; bytes: string; etag: string };
+const cache = new Map<string, CachedManifest>();
+const CACHE_MAX = 1000;
+
+/**
+ * The manifest, cached per (merchant, prefix) and keyed on the merchant's config_version,
+ * which every catalog, receiving and publish write bumps in its own transaction: a
+ * request always reads the current version from the database, so no process serves a
+ * manifest older than the last committed write.
+ */
+export async function manifestFor(em: Em, m: MerchantRow, prefix: string): Promise<CachedManifest> {
+  const key = `${m.id}|${prefix}`;
+  const hit = cache.get(key);
+  if (hit && hit.version === m.configVersion) return hit;
+  const policyRow = await activePolicy(em, m.id);
+  const policy = resolvePolicy(policyRow?.body);
+  const rails = agentRails(m, policy.allowedRails);
+  const payTo: Manifest['pay_to'] = {};
+  // Keys in contract order so the served bytes are exactly the bytes the ETag hashes.
+  const x = m.receiving.x402;
+  if (rails.includes('x402') && x) payTo.x402 = { chain: x.chain, address: x.address, asset: x.asset };
+  if (rails.includes('mock') && m.receiving.mock) payTo.mock = { account: m.receiving.mock.account };
+  if (rails.includes('card') && m.receiving.card) payTo.card = { processor: m.receiving.card.processor };
+  const manifest: Manifest = {
+    protocol: 'svc-checkout/0.1',
+    merchant: { id: m.id, name: m.name, domain: m.domain },
+    livemode: m.livemode,
+    catalog_url: `${prefix}/agent/catalog`,
+    checkout_url: `${prefix}/agent/checkout`,
+    jwks_url: `${prefix}/.well-known/jwks.json`,
+    rails,
+    pay_to: payTo,
+    mandate: { accepted: ['svc', 'ap2', 'acp', 'none'], preferred: 'svc' },
+    policy_summary: {
+      require_mandate_over_usd: policy.requireMandateOverUsd,
+      max_per_transaction_usd: policy.maxPerTransactionUsd,
+      min_reputation_tier: policy.minReputationTier,
+    },
+  };
+  const bytes = JSON.stringify(manifest);
+  const entry = { version: m.configVersion, bytes, etag: `"${createHash('sha256').update(bytes).digest('hex').slice(0, 32)}"` };
+  if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
+  cache.set(key, entry);
+  return entry;
+}
+
+/** If-None-Match matching per RFC 9110 (list, weak validators, `*`). */
+export function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
+}

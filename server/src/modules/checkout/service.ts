@@ -1,0 +1,205 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { resolvePolicy, type CheckoutCreated, type CreateCheckoutBody, type PaymentRequired, type RailName, type SessionView, type TrustTier } from '@svc/contract';
+import type { Ctx } from '../../http/context.js';
+import type { Em } from '../../db/orm.js';
+import { canonicalHash } from '../../lib/canonical-json.js';
+import { ApiError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { cartTotals, lineTotal, toBaseUnits } from '../../lib/money.js';
+import { agentRails } from '../agent/discovery.js';
+import { CatalogItemEntity } from '../catalog/entity.js';
+import type { MerchantRow } from '../merchants/service.js';
+import { activePolicy, railSettles } from '../policy/service.js';
+import { CHAINS } from '../receiving/validate.js';
+import { CheckoutSessionEntity, totalOf, type SessionLine, type SessionRow } from './entity.js';
+import { consumeRateLimit } from './rate-limit.js';
+
+const unix = (d: Date) => Math.floor(d.getTime() / 1000);
+
+export function settleCall(prefix: string, sessionId: string, rail: RailName): string {
+  const body =
+    rail === 'mock'
+      ? '{"payment":{"mock":true}}'
+      : '{"payment":{"scheme":"x402-exact","authorization":{"from","to","value","validAfter","validBefore","nonce"},"signature":"0x..."}}';
+  return `POST ${prefix}/agent/checkout/${sessionId}/settle ${body}`;
+}
+export const pollCall = (prefix: string, sessionId: string) => `GET ${prefix}/agent/checkout/${sessionId}`;
+
+export function paymentRequiredOf(s: SessionRow): PaymentRequired {
+  const validUntil = unix(s.expiresAt);
+  if (s.rail === 'x402' && s.chain) {
+    const chain = CHAINS[s.chain];
+    return {
+      rail: 'x402',
+      scheme: 'x402-exact',
+      payTo: s.payTo ?? null,
+      amount: toBaseUnits(s.total).amount,
+      currency: s.currency,
+      amountBaseUnits: s.amountBaseUnits ?? null,
+      chain: s.chain,
+      chainId: chain.chainId,
+      asset: 'USDC',
+      verifyingContract: chain.usdc,
+      eip712Domain: { name: chain.domainName, version: chain.domainVersion },
+      validUntil,
+    };
+  }
+  return {
+    rail: s.rail,
+    scheme: s.rail === 'mock' ? 'mock' : 'card',
+    payTo: s.payTo ?? null,
+    amount: s.total,
+    currency: s.currency,
+    amountBaseUnits: null,
+    chain: null,
+    chainId: null,
+    asset: null,
+    verifyingContract: null,
+    eip712Domain: null,
+    validUntil,
+  };
+}
+
+/** Picks the requested rail or the first one the merchant offers, policy allows and the mode permits. */
+function chooseRail(m: MerchantRow, allowed: RailName[] | null, requested: RailName | undefined): RailName {
+  const usable = agentRails(m, allowed);
+  if (requested) {
+    if (!usable.includes(requested)) {
+      throw new ApiError('RAIL_NOT_ALLOWED', `Rail ${requested} is not offered by this merchant in this mode or not allowed by its policy (offered: ${usable.join(', ') || 'none'}).`);
+    }
+    return requested;
+  }
+  const first = usable[0];
+  if (!first) throw new ApiError('RAIL_NOT_ALLOWED', 'This merchant offers no rail its policy allows.');
+  return first;
+}
+
+export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, body: CreateCheckoutBody): Promise<CheckoutCreated> {
+  const { em } = ctx;
+  const requestHash = canonicalHash({ merchant: m.id, body });
+  if (body.idempotency_key) {
+    const replay = await findIdempotentCreate(em, body.agent_id, body.idempotency_key, requestHash);
+    if (replay) return replay;
+  }
+  await consumeRateLimit(em, `checkout:${m.id}:${body.agent_id}`, ctx.services.config.SVC_CHECKOUT_RATE_PER_MINUTE, ctx.services.now());
+
+  const skus = body.items.map((i) => i.sku);
+  const products = await em.find(CatalogItemEntity, { merchantId: m.id, sku: { $in: skus } });
+  const bySku = new Map(products.map((p) => [p.sku, p]));
+  const unknown = skus.filter((s) => !bySku.has(s));
+  if (unknown.length) throw new ApiError('SKU_UNKNOWN', `Unknown SKU(s): ${unknown.join(', ')}.`);
+  const unavailable = skus.filter((s) => !bySku.get(s)!.available);
+  if (unavailable.length) throw new ApiError('SKU_UNAVAILABLE', `Unavailable SKU(s): ${unavailable.join(', ')}.`);
+  const currencies = [...new Set(products.map((p) => p.currency))];
+  if (currencies.length !== 1) {
+    throw new ApiError('CURRENCY_UNSUPPORTED', `The cart mixes currencies (${currencies.join(', ')}); one session pays in one currency.`);
+  }
+  const currency = currencies[0]!;
+
+  const policyRow = await activePolicy(em, m.id);
+  const policy = resolvePolicy(policyRow?.body);
+  const rail = chooseRail(m, policy.allowedRails, body.rail);
+  if (!railSettles(rail, currency)) {
+    throw new ApiError('CURRENCY_UNSUPPORTED', `A ${currency} cart cannot be paid over ${rail}${rail === 'x402' ? ' (USDC settles USD only)' : ''}.`);
+  }
+
+  const lines: SessionLine[] = body.items.map((i) => {
+    const p = bySku.get(i.sku)!;
+    return { sku: p.sku, name: p.name, qty: i.qty, unitPrice: p.priceAmount, lineTotal: lineTotal(p.priceAmount, i.qty), productId: p.id };
+  });
+  const totals = cartTotals(lines.map((l) => ({ unitPrice: l.unitPrice, qty: l.qty })), currency);
+  const now = ctx.services.now();
+  const expiresAt = new Date(now.getTime() + ctx.services.config.SVC_SESSION_TTL_SECONDS * 1000);
+  const x402 = rail === 'x402' ? m.receiving.x402 : undefined;
+  const id = newId('sess');
+  const session = em.create(CheckoutSessionEntity, {
+    id,
+    merchantId: m.id,
+    livemode: m.livemode,
+    agentId: body.agent_id,
+    state: 'awaiting_payment',
+    lines,
+    currency,
+    subtotal: totals.subtotal,
+    tax: totals.tax,
+    total: totals.total,
+    amountBaseUnits: x402 ? toBaseUnits(totals.total).baseUnits : null,
+    rail,
+    payTo: x402 ? x402.address : rail === 'mock' ? (m.receiving.mock?.account ?? null) : null,
+    chain: x402 ? x402.chain : null,
+    asset: x402 ? 'USDC' : null,
+    buyer: body.buyer ?? null,
+    buyerIntent: body.buyer_intent ?? null,
+    mandate: body.mandate ? { type: body.mandate.type, token: body.mandate.token, raw: body.mandate.raw } : null,
+    pathPrefix: prefix,
+    idempotencyKey: body.idempotency_key ?? null,
+    requestHash,
+    createdAt: now,
+    expiresAt,
+  });
+  const response: CheckoutCreated = {
+    session_id: id,
+    state: 'awaiting_payment',
+    livemode: m.livemode,
+    total: totalOf(session),
+    payment_required: paymentRequiredOf(session),
+    expires_at: unix(expiresAt),
+    next: settleCall(prefix, id, rail),
+  };
+  session.createResponse = JSON.stringify(response);
+  try {
+    await em.flush();
+  } catch (err) {
+    // Two concurrent creates with one idempotency key: the unique index let one win; replay it.
+    if (err instanceof UniqueConstraintViolationException && body.idempotency_key) {
+      em.clear();
+      const replay = await findIdempotentCreate(em, body.agent_id, body.idempotency_key, requestHash);
+      if (replay) return replay;
+    }
+    throw err;
+  }
+  return response;
+}
+
+async function findIdempotentCreate(em: Em, agentId: string, key: string, requestHash: string): Promise<CheckoutCreated | null> {
+  const prior = await em.findOne(CheckoutSessionEntity, { agentId, idempotencyKey: key });
+  if (!prior) return null;
+  if (prior.requestHash !== requestHash) throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This idempotency_key was already used by this agent with a different request.');
+  return JSON.parse(prior.createResponse!) as CheckoutCreated;
+}
+
+export async function findSession(em: Em, m: Pick<MerchantRow, 'id'>, id: string): Promise<SessionRow> {
+  const s = await em.findOne(CheckoutSessionEntity, { id, merchantId: m.id });
+  if (!s) throw new ApiError('SESSION_NOT_FOUND');
+  return s;
+}
+
+/** The poll view of decisions.md (camelCase, unix seconds). */
+export function sessionView(s: SessionRow, now: Date, reviewNext?: string): SessionView {
+  const expired = s.state === 'awaiting_payment' && now > s.expiresAt;
+  const state = expired ? 'expired' : s.state;
+  const view: SessionView = {
+    id: s.id,
+    merchantId: s.merchantId,
+    agentId: s.agentId,
+    state,
+    livemode: s.livemode,
+    lines: s.lines.map((l) => ({ sku: l.sku, name: l.name, qty: l.qty, unitPrice: l.unitPrice, lineTotal: l.lineTotal })),
+    total: totalOf(s),
+    railName: s.rail,
+    verdict: s.verdict
+      ? { decision: s.verdict.decision, tier: s.verdict.tier as TrustTier, reasonCodes: s.verdict.reasonCodes, signals: s.verdict.signals }
+      : null,
+    receipt: s.receiptJws ?? null,
+    orderId: s.orderId ?? null,
+    settlement: s.settlementRef ? { rail: s.rail, reference: s.settlementRef } : null,
+    createdAt: unix(s.createdAt),
+    expiresAt: unix(s.expiresAt),
+  };
+  if (state === 'awaiting_payment') {
+    view.paymentRequired = paymentRequiredOf(s);
+    view.next = settleCall(s.pathPrefix, s.id, s.rail);
+  }
+  if (state === 'held') view.next = reviewNext ?? pollCall(s.pathPrefix, s.id);
+  return view;
+}

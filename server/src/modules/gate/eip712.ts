@@ -1,0 +1,141 @@
+import { recoverTypedDataAddress, type Address, type Hex } from 'viem';
+import type { ReasonCode } from '@svc/contract';
+import { CHAINS, type ChainName } from '../receiving/validate.js';
+
+/** An EIP-3009 TransferWithAuthorization as the agent sends it (value as an integer string). */
+export type Authorization = {
+  from: string;
+  to: string;
+  value: string;
+  validAfter: number;
+  validBefore: number;
+  nonce: string;
+};
+
+export type AuthorizationCheck = { ok: true } | { ok: false; code: ReasonCode; human: string };
+
+/** Seconds an authorization must still be valid for when it reaches us (decisions.md: validBefore < now + 6 s is expired). */
+export const MIN_VALIDITY_SECONDS = 6;
+
+export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: [
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+} as const;
+
+const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
+const NONCE_RE = /^0x[0-9a-fA-F]{64}$/;
+const SIGNATURE_RE = /^0x[0-9a-fA-F]{130}$/;
+const UINT_RE = /^\d+$/;
+const UINT256_MAX = (1n << 256n) - 1n;
+
+/**
+ * The EIP-712 typed data the USDC contract verifies. The domain's verifyingContract is the
+ * chain's USDC token, never payTo. `domainName` overrides the registry name (only to build
+ * what a misconfigured client would sign); verification always uses the registry.
+ * Addresses are lower-cased: ABI encoding ignores case, and a bad EIP-55 checksum must not throw.
+ */
+export function transferTypedData(chain: ChainName, auth: Authorization, domainName?: string) {
+  const c = CHAINS[chain];
+  return {
+    domain: {
+      name: domainName ?? c.domainName,
+      version: c.domainVersion,
+      chainId: c.chainId,
+      verifyingContract: c.usdc as Address,
+    },
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+    primaryType: 'TransferWithAuthorization' as const,
+    message: {
+      from: auth.from.toLowerCase() as Address,
+      to: auth.to.toLowerCase() as Address,
+      value: BigInt(auth.value),
+      validAfter: BigInt(auth.validAfter),
+      validBefore: BigInt(auth.validBefore),
+      nonce: auth.nonce as Hex,
+    },
+  };
+}
+
+/**
+ * The one place a payment signer is recovered (STACK.md: the most expensive step of a settle,
+ * kept behind one function so a native or pooled implementation can replace it).
+ */
+export async function recoverAuthorizationSigner(chain: ChainName, auth: Authorization, signature: Hex): Promise<Address> {
+  return recoverTypedDataAddress({ ...transferTypedData(chain, auth), signature });
+}
+
+const fail = (code: ReasonCode, human: string): AuthorizationCheck => ({ ok: false, code, human });
+
+const isTimestamp = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+
+/**
+ * Everything a facilitator checks off-chain, in a fixed order so the first failing check
+ * names the code: shape, recipient, amount, validity window, then signer recovery.
+ */
+export async function checkAuthorization(input: {
+  chain: ChainName;
+  payTo: string;
+  amountBaseUnits: string;
+  auth: Authorization;
+  signature: string;
+  nowSec: number;
+}): Promise<AuthorizationCheck> {
+  const { chain, payTo, amountBaseUnits, auth, signature, nowSec } = input;
+  if (!Object.hasOwn(CHAINS, chain)) return fail('PAYMENT_MALFORMED', `Unknown chain ${String(chain)}.`);
+  if (typeof auth !== 'object' || auth === null) return fail('PAYMENT_MALFORMED', 'payment.authorization must be an object.');
+  if (typeof auth.from !== 'string' || !ADDRESS_RE.test(auth.from)) {
+    return fail('PAYMENT_MALFORMED', 'payment.authorization.from must be a 20-byte 0x-prefixed hex address.');
+  }
+  if (typeof auth.to !== 'string' || !ADDRESS_RE.test(auth.to)) {
+    return fail('PAYMENT_MALFORMED', 'payment.authorization.to must be a 20-byte 0x-prefixed hex address.');
+  }
+  if (typeof auth.value !== 'string' || !UINT_RE.test(auth.value) || BigInt(auth.value) > UINT256_MAX) {
+    return fail('PAYMENT_MALFORMED', 'payment.authorization.value must be a non-negative integer string of base units.');
+  }
+  if (!isTimestamp(auth.validAfter) || !isTimestamp(auth.validBefore)) {
+    return fail('PAYMENT_MALFORMED', 'payment.authorization.validAfter and validBefore must be non-negative integer unix seconds.');
+  }
+  if (typeof auth.nonce !== 'string' || !NONCE_RE.test(auth.nonce)) {
+    return fail('PAYMENT_MALFORMED', 'payment.authorization.nonce must be 0x followed by 64 hex characters (32 bytes).');
+  }
+  if (typeof signature !== 'string' || !SIGNATURE_RE.test(signature)) {
+    return fail('PAYMENT_MALFORMED', 'payment.signature must be 0x followed by 130 hex characters (a 65-byte signature).');
+  }
+
+  if (auth.to.toLowerCase() !== payTo.toLowerCase()) {
+    return fail('PAYMENT_RECIPIENT_MISMATCH', `authorization.to must be the merchant's payTo ${payTo}, got ${auth.to}.`);
+  }
+  if (!UINT_RE.test(amountBaseUnits) || BigInt(auth.value) !== BigInt(amountBaseUnits)) {
+    return fail('PAYMENT_AMOUNT_MISMATCH', `authorization.value must be exactly amountBaseUnits ${amountBaseUnits}, got ${auth.value}.`);
+  }
+  if (auth.validAfter > nowSec) {
+    return fail('PAYMENT_NOT_YET_VALID', `The authorization is valid only after ${auth.validAfter} (now ${nowSec}); use a validAfter in the past.`);
+  }
+  if (auth.validBefore < nowSec + MIN_VALIDITY_SECONDS) {
+    return fail(
+      'PAYMENT_EXPIRED',
+      `validBefore ${auth.validBefore} must be at least ${MIN_VALIDITY_SECONDS} s after now (${nowSec}); sign a new authorization.`,
+    );
+  }
+
+  const domain = `{name: "${CHAINS[chain].domainName}", version: "${CHAINS[chain].domainVersion}"}`;
+  let signer: Address;
+  try {
+    signer = await recoverAuthorizationSigner(chain, auth, signature as Hex);
+  } catch {
+    return fail('SIGNER_MISMATCH', `The signature could not be recovered; sign the EIP-712 domain ${domain} on ${chain}.`);
+  }
+  if (signer.toLowerCase() !== auth.from.toLowerCase()) {
+    return fail(
+      'SIGNER_MISMATCH',
+      `The signature recovers to ${signer}, not authorization.from ${auth.from}; sign the EIP-712 domain ${domain} on ${chain} with the payer's key.`,
+    );
+  }
+  return { ok: true };
+}

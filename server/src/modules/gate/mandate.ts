@@ -1,0 +1,188 @@
+import { compactVerify, createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors } from 'jose';
+import type { ReasonCode } from '@svc/contract';
+import { compareDecimal } from '../../lib/money.js';
+
+export type MandateType = 'svc' | 'ap2' | 'acp' | 'none';
+export type MandateInput = { type: MandateType; token?: string; raw?: unknown } | null | undefined;
+
+export type MandateResult = {
+  type: MandateType;
+  /** A mandate of any type was sent. */
+  present: boolean;
+  /** No mandate, or a mandate that verified and binds to this checkout. */
+  ok: boolean;
+  code?: ReasonCode;
+  human?: string;
+  /** The single-use reference the gate reserves (the svc `sub`); null unless ok and present. */
+  ref: string | null;
+  issuer?: string;
+  subject?: string;
+  intent?: string | null;
+  maxAmount?: string;
+};
+
+export type MandateContext = {
+  jwksUrl: string | null;
+  merchantId: string;
+  merchantDomain: string;
+  total: string;
+  currency: string;
+  agentId: string;
+  now: Date;
+  /** JWKS fetch timeout; 2 s unless a test shortens it. */
+  timeoutMs?: number;
+};
+
+export const SVC_MANDATE_TYP = 'svc-mandate+jws';
+export const JWKS_TIMEOUT_MS = 2_000;
+/** How long a fetched issuer JWKS is trusted before a refetch (an unknown kid refetches sooner, after jose's 30 s cooldown). */
+export const JWKS_CACHE_MAX_AGE_MS = 10 * 60_000;
+
+type RemoteJwks = ReturnType<typeof createRemoteJWKSet>;
+/** One remote key set per (URL, timeout), so every session of a merchant shares the cached keys. */
+const remoteSets = new Map<string, RemoteJwks>();
+
+function remoteJwks(url: string, timeoutMs: number): RemoteJwks {
+  const key = `${timeoutMs} ${url}`;
+  let set = remoteSets.get(key);
+  if (!set) {
+    set = createRemoteJWKSet(new URL(url), { timeoutDuration: timeoutMs, cacheMaxAge: JWKS_CACHE_MAX_AGE_MS });
+    remoteSets.set(key, set);
+  }
+  return set;
+}
+
+const DECIMAL_RE = /^\d+(\.\d+)?$/;
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+
+type Claims = {
+  iss: string;
+  sub: string;
+  exp: number;
+  decision: string;
+  agent_id: string;
+  authorization: { merchant: string; max_amount: string; currency: string; intent: string | null };
+};
+
+/** Claim shape check; returns the first problem as a human line, or the typed claims. */
+function parseClaims(payload: Uint8Array): Claims | string {
+  let c: unknown;
+  try {
+    c = JSON.parse(new TextDecoder().decode(payload));
+  } catch {
+    return 'the payload is not JSON';
+  }
+  if (!isObj(c)) return 'the payload is not a JSON object';
+  for (const k of ['iss', 'sub', 'decision', 'agent_id'] as const) {
+    if (!nonEmpty(c[k])) return `claim ${k} must be a non-empty string`;
+  }
+  if (typeof c.exp !== 'number' || !Number.isFinite(c.exp)) return 'claim exp must be a NumericDate (unix seconds)';
+  const a = c.authorization;
+  if (!isObj(a)) return 'claim authorization must be an object';
+  if (!nonEmpty(a.merchant)) return 'authorization.merchant must be the merchant id or domain';
+  if (typeof a.max_amount !== 'string' || !DECIMAL_RE.test(a.max_amount)) return 'authorization.max_amount must be a decimal string like "25.00"';
+  if (!nonEmpty(a.currency)) return 'authorization.currency must be a currency code';
+  if (!('intent' in a) || (a.intent !== null && typeof a.intent !== 'string')) return 'authorization.intent must be a string or null';
+  return c as unknown as Claims;
+}
+
+/** Maps a jose failure to its mandate code: key-set trouble is the issuer's, a bad signature or unknown kid is the token's. */
+function classify(err: unknown): { code: ReasonCode; human: string } {
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) {
+    return { code: 'MANDATE_INVALID_SIGNATURE', human: 'The svc mandate signature does not verify against the issuer key named by kid.' };
+  }
+  if (err instanceof joseErrors.JWKSNoMatchingKey || err instanceof joseErrors.JWKSMultipleMatchingKeys) {
+    return { code: 'MANDATE_INVALID_SIGNATURE', human: 'The trusted issuer JWKS has no single EdDSA key with the mandate kid.' };
+  }
+  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JOSENotSupported) {
+    return { code: 'MANDATE_MALFORMED', human: `The svc mandate is not a valid compact JWS (${(err as Error).message}).` };
+  }
+  if (err instanceof joseErrors.JWKSTimeout) {
+    return { code: 'MANDATE_ISSUER_UNAVAILABLE', human: 'The trusted issuer JWKS did not answer in time; retry shortly.' };
+  }
+  // Network errors, non-200 responses, a body that is not a JWK Set.
+  return { code: 'MANDATE_ISSUER_UNAVAILABLE', human: `The trusted issuer JWKS could not be fetched (${err instanceof Error ? err.message : String(err)}).` };
+}
+
+/**
+ * Verifies a mandate and binds it to this checkout (decisions.md "Mandates and trust").
+ * Failures carry one code, checked in order: shape, issuer keys, signature, claims, expiry,
+ * decision, merchant, agent, currency and amount. Replay (MANDATE_REPLAY) is not checked here:
+ * the gate reserves `ref` under a unique constraint.
+ */
+export async function verifyMandate(input: MandateInput, ctx: MandateContext): Promise<MandateResult> {
+  if (input == null || input.type === 'none') return { type: 'none', present: false, ok: true, ref: null };
+  const type = input.type;
+  const fail = (code: ReasonCode, human: string, extra: Partial<MandateResult> = {}): MandateResult => ({
+    type,
+    present: true,
+    ok: false,
+    code,
+    human,
+    ref: null,
+    ...extra,
+  });
+  if (type === 'ap2' || type === 'acp') {
+    return fail('MANDATE_TYPE_UNSUPPORTED', `${type} mandates are accepted on the wire but not verified yet; send an svc mandate or none.`);
+  }
+  if (type !== 'svc') return fail('MANDATE_MALFORMED', 'mandate.type must be svc, ap2, acp or none.');
+
+  const token = input.token;
+  if (typeof token !== 'string' || token.split('.').length !== 3) {
+    return fail('MANDATE_MALFORMED', 'mandate.token must be a compact JWS (header.payload.signature).');
+  }
+  let header: ReturnType<typeof decodeProtectedHeader>;
+  try {
+    header = decodeProtectedHeader(token);
+  } catch {
+    return fail('MANDATE_MALFORMED', 'The svc mandate protected header is not base64url JSON.');
+  }
+  if (header.alg !== 'EdDSA') return fail('MANDATE_MALFORMED', `The svc mandate header alg must be EdDSA, got ${String(header.alg)}.`);
+  if (header.typ !== SVC_MANDATE_TYP) {
+    return fail('MANDATE_MALFORMED', `The svc mandate header typ must be ${SVC_MANDATE_TYP}, got ${String(header.typ)}.`);
+  }
+  // decisions.md: the key is chosen by kid, so a token without one cannot name its key.
+  if (!nonEmpty(header.kid)) return fail('MANDATE_MALFORMED', 'The svc mandate header must carry the kid of the issuer key.');
+
+  if (!ctx.jwksUrl) {
+    return fail(
+      'MANDATE_INVALID_SIGNATURE',
+      'The merchant has no trusted_svc_jwks_url configured, so no svc mandate can verify; the merchant must set one to accept svc mandates.',
+    );
+  }
+
+  let payload: Uint8Array;
+  try {
+    ({ payload } = await compactVerify(token, remoteJwks(ctx.jwksUrl, ctx.timeoutMs ?? JWKS_TIMEOUT_MS), { algorithms: ['EdDSA'] }));
+  } catch (err) {
+    const { code, human } = classify(err);
+    return fail(code, human);
+  }
+
+  const claims = parseClaims(payload);
+  if (typeof claims === 'string') return fail('MANDATE_MALFORMED', `The svc mandate claims are invalid: ${claims}.`);
+  const a = claims.authorization;
+  const known = { issuer: claims.iss, subject: claims.sub, intent: a.intent, maxAmount: a.max_amount };
+
+  const nowSec = Math.floor(ctx.now.getTime() / 1000);
+  if (nowSec >= claims.exp) return fail('MANDATE_EXPIRED', `The svc mandate expired at ${claims.exp} (now ${nowSec}).`, known);
+  if (claims.decision !== 'approve') {
+    return fail('MANDATE_NOT_APPROVED', `The svc mandate decision is "${claims.decision}", not "approve".`, known);
+  }
+  const merchantMatches = a.merchant === ctx.merchantId || a.merchant.toLowerCase() === ctx.merchantDomain.toLowerCase();
+  if (!merchantMatches) {
+    return fail('MANDATE_MERCHANT_MISMATCH', `The svc mandate authorizes merchant "${a.merchant}", not ${ctx.merchantId} (${ctx.merchantDomain}).`, known);
+  }
+  // A mandate is issued to one agent; another agent presenting it is a binding failure of its own code.
+  if (claims.agent_id.toLowerCase() !== ctx.agentId.toLowerCase()) {
+    return fail('MANDATE_AGENT_MISMATCH', `The svc mandate was issued to agent ${claims.agent_id}, not ${ctx.agentId}.`, known);
+  }
+  if (a.currency.toUpperCase() !== ctx.currency.toUpperCase()) {
+    return fail('MANDATE_AMOUNT_INSUFFICIENT', `The svc mandate is in ${a.currency}; the cart is in ${ctx.currency}.`, known);
+  }
+  if (compareDecimal(a.max_amount, ctx.total) < 0) {
+    return fail('MANDATE_AMOUNT_INSUFFICIENT', `The svc mandate allows at most ${a.max_amount} ${a.currency}; the cart total is ${ctx.total}.`, known);
+  }
+  return { type: 'svc', present: true, ok: true, ref: claims.sub, ...known };
+}

@@ -1,0 +1,29 @@
+import { ulid } from 'ulid';
+import { ApiError } from '../lib/errors.js';
+import { UnconfiguredLiveFacilitator } from './live-facilitator.js';
+import { MockFacilitator } from './mock-facilitator.js';
+import type { Facilitator } from './types.js';
+
+export type { Facilitator, FacilitatorResult, SettleRequest } from './types.js';
+export { MockFacilitator, mockReference, MOCK_CHAIN, type MockFacilitatorOptions } from './mock-facilitator.js';
+export { UnconfiguredLiveFacilitator } from './live-facilitator.js';
+
+const mockFacilitator = new MockFacilitator();
+const liveFacilitator = new UnconfiguredLiveFacilitator();
+
+/** Test mode settles x402 through the mock; live mode through the live facilitator, never the mock. */
+export function facilitatorFor(livemode: boolean): Facilitator {
+  return livemode ? liveFacilitator : mockFacilitator;
+}
+
+/** The test-only `mock` rail: nothing to verify, a fresh `mock_<ulid>` reference. */
+export function settleMockRail(): { reference: string } {
+  return { reference: `mock_${ulid().toLowerCase()}` };
+}
+
+/** The `card` rail is a typed stub: settling it is 402 RAIL_NOT_IMPLEMENTED in the settle 402 body shape. */
+export function cardRailNotImplemented(): ApiError {
+  return new ApiError('RAIL_NOT_IMPLEMENTED', 'The card rail is a typed stub in v1 and cannot settle; pay over x402.', {
+    extra: { status: 'payment_invalid' },
+  });
+}

@@ -1,0 +1,275 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CompactSign, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyMandate, type MandateContext } from '../../src/modules/gate/mandate.js';
+
+type Served = { url: string; hits: () => number; close: () => Promise<void> };
+
+async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Served> {
+  let hits = 0;
+  const server: Server = createServer((req, res) => {
+    hits += 1;
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+    hits: () => hits,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const serveJwks = (jwks: { keys: JWK[] }) =>
+  serve((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(jwks));
+  });
+
+const NOW = new Date('2026-01-15T12:00:00Z');
+const NOW_SEC = Math.floor(NOW.getTime() / 1000);
+const AGENT = '6f1c2a52-7d0e-4a8b-9a51-2f4f1d6f3c10';
+const KID = 'issuer-key-1';
+
+let issuerKey: CryptoKey;
+let otherKey: CryptoKey;
+let issuer: Served;
+
+beforeAll(async () => {
+  const kp = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+  issuerKey = kp.privateKey;
+  otherKey = (await generateKeyPair('EdDSA', { crv: 'Ed25519' })).privateKey;
+  issuer = await serveJwks({ keys: [{ ...(await exportJWK(kp.publicKey)), kid: KID, alg: 'EdDSA', use: 'sig' }] });
+});
+afterAll(async () => issuer?.close());
+
+function claims(over: Record<string, unknown> = {}, auth: Record<string, unknown> = {}) {
+  return {
+    iss: 'https://wallet.example',
+    sub: 'mandate-0001',
+    exp: NOW_SEC + 600,
+    decision: 'approve',
+    agent_id: AGENT,
+    authorization: { merchant: 'mrch_01jabc', max_amount: '50.00', currency: 'USD', intent: 'buy coffee beans', ...auth },
+    ...over,
+  };
+}
+
+async function token(payload: unknown, header: Record<string, unknown> = {}, key: CryptoKey = issuerKey): Promise<string> {
+  const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
+  return new CompactSign(new TextEncoder().encode(body))
+    .setProtectedHeader({ alg: 'EdDSA', typ: 'svc-mandate+jws', kid: KID, ...header } as { alg: string })
+    .sign(key);
+}
+
+function ctx(over: Partial<MandateContext> = {}): MandateContext {
+  return {
+    jwksUrl: issuer.url,
+    merchantId: 'mrch_01jabc',
+    merchantDomain: 'shop.example.com',
+    total: '25.30',
+    currency: 'USD',
+    agentId: AGENT,
+    now: NOW,
+    ...over,
+  };
+}
+
+const svc = async (payload: unknown = claims(), c: Partial<MandateContext> = {}, header: Record<string, unknown> = {}, key?: CryptoKey) =>
+  verifyMandate({ type: 'svc', token: await token(payload, header, key) }, ctx(c));
+
+describe('verifyMandate: absent and unsupported types', () => {
+  it('GIVEN no mandate or type none THEN ok, not present, no ref', async () => {
+    const none = { type: 'none', present: false, ok: true, ref: null };
+    expect(await verifyMandate(null, ctx())).toEqual(none);
+    expect(await verifyMandate(undefined, ctx())).toEqual(none);
+    expect(await verifyMandate({ type: 'none' }, ctx())).toEqual(none);
+  });
+  it('GIVEN ap2 or acp THEN MANDATE_TYPE_UNSUPPORTED', async () => {
+    for (const type of ['ap2', 'acp'] as const) {
+      expect(await verifyMandate({ type, raw: { anything: true } }, ctx())).toMatchObject({
+        type,
+        present: true,
+        ok: false,
+        code: 'MANDATE_TYPE_UNSUPPORTED',
+        ref: null,
+      });
+    }
+  });
+});
+
+describe('verifyMandate: svc', () => {
+  it('GIVEN a valid mandate bound to the merchant id THEN ok with ref = sub', async () => {
+    expect(await svc()).toEqual({
+      type: 'svc',
+      present: true,
+      ok: true,
+      ref: 'mandate-0001',
+      issuer: 'https://wallet.example',
+      subject: 'mandate-0001',
+      intent: 'buy coffee beans',
+      maxAmount: '50.00',
+    });
+  });
+
+  it('accepts the merchant domain (case-insensitive), a total equal to max_amount, and a null intent', async () => {
+    const r = await svc(claims({}, { merchant: 'Shop.Example.com', max_amount: '25.3', intent: null }));
+    expect(r).toMatchObject({ ok: true, intent: null, maxAmount: '25.3' });
+  });
+
+  it('GIVEN a token that is not a compact JWS or has no token THEN MANDATE_MALFORMED', async () => {
+    for (const t of [undefined, '', 'abc', 'a.b', '!!!.e30.sig']) {
+      expect(await verifyMandate({ type: 'svc', token: t }, ctx()), String(t)).toMatchObject({ ok: false, code: 'MANDATE_MALFORMED' });
+    }
+  });
+
+  it('GIVEN header alg other than EdDSA, typ other than svc-mandate+jws, or no kid THEN MANDATE_MALFORMED', async () => {
+    const hdr = (h: object) => Buffer.from(JSON.stringify(h)).toString('base64url');
+    const body = Buffer.from(JSON.stringify(claims())).toString('base64url');
+    const forged = (h: object) => `${hdr(h)}.${body}.${'A'.repeat(86)}`;
+    expect(await verifyMandate({ type: 'svc', token: forged({ alg: 'ES256', typ: 'svc-mandate+jws', kid: KID }) }, ctx())).toMatchObject({
+      code: 'MANDATE_MALFORMED',
+    });
+    expect(await verifyMandate({ type: 'svc', token: forged({ alg: 'none', typ: 'svc-mandate+jws', kid: KID }) }, ctx())).toMatchObject({
+      code: 'MANDATE_MALFORMED',
+    });
+    expect(await svc(claims(), {}, { typ: 'JWT' })).toMatchObject({ code: 'MANDATE_MALFORMED' });
+    expect(await svc(claims(), {}, { kid: undefined })).toMatchObject({ code: 'MANDATE_MALFORMED' });
+  });
+
+  it('GIVEN the merchant has no trusted_svc_jwks_url THEN MANDATE_INVALID_SIGNATURE saying why', async () => {
+    const r = await svc(claims(), { jwksUrl: null });
+    expect(r).toMatchObject({ ok: false, code: 'MANDATE_INVALID_SIGNATURE' });
+    expect(r.human).toContain('trusted_svc_jwks_url');
+  });
+
+  it('GIVEN a signature by another key under the trusted kid THEN MANDATE_INVALID_SIGNATURE', async () => {
+    expect(await svc(claims(), {}, {}, otherKey)).toMatchObject({ ok: false, code: 'MANDATE_INVALID_SIGNATURE', ref: null });
+  });
+
+  it('GIVEN a payload changed after signing THEN MANDATE_INVALID_SIGNATURE', async () => {
+    const [h, , s] = (await token(claims())).split('.');
+    const tampered = Buffer.from(JSON.stringify(claims({}, { max_amount: '5000.00' }))).toString('base64url');
+    expect(await verifyMandate({ type: 'svc', token: `${h}.${tampered}.${s}` }, ctx())).toMatchObject({ code: 'MANDATE_INVALID_SIGNATURE' });
+  });
+
+  it('GIVEN a kid the issuer JWKS does not have THEN MANDATE_INVALID_SIGNATURE', async () => {
+    expect(await svc(claims(), {}, { kid: 'unknown-kid' })).toMatchObject({ code: 'MANDATE_INVALID_SIGNATURE' });
+  });
+
+  it('GIVEN missing or mistyped claims THEN MANDATE_MALFORMED', async () => {
+    const { authorization: _omit, ...noAuth } = claims();
+    const { intent: _i, ...noIntent } = claims().authorization;
+    const bad: unknown[] = [
+      'not json',
+      '[1,2]',
+      claims({ iss: undefined }),
+      claims({ sub: '' }),
+      claims({ exp: String(NOW_SEC + 600) }),
+      claims({ decision: true }),
+      claims({ agent_id: 42 }),
+      noAuth,
+      claims({ authorization: 'x' }),
+      claims({}, { merchant: undefined }),
+      claims({}, { max_amount: 50 }),
+      claims({}, { max_amount: '-1.00' }),
+      claims({}, { currency: '' }),
+      { ...claims(), authorization: noIntent },
+      claims({}, { intent: 7 }),
+    ];
+    for (const payload of bad) {
+      expect(await svc(payload), JSON.stringify(payload)).toMatchObject({ ok: false, code: 'MANDATE_MALFORMED' });
+    }
+  });
+
+  it('GIVEN exp at or before now THEN MANDATE_EXPIRED', async () => {
+    expect(await svc(claims({ exp: NOW_SEC - 1 }))).toMatchObject({ code: 'MANDATE_EXPIRED' });
+    expect(await svc(claims({ exp: NOW_SEC }))).toMatchObject({ code: 'MANDATE_EXPIRED' });
+    expect(await svc(claims({ exp: NOW_SEC + 1 }))).toMatchObject({ ok: true });
+  });
+
+  it('GIVEN decision other than approve THEN MANDATE_NOT_APPROVED', async () => {
+    expect(await svc(claims({ decision: 'deny' }))).toMatchObject({ code: 'MANDATE_NOT_APPROVED' });
+  });
+
+  it('GIVEN a mandate for another merchant THEN MANDATE_MERCHANT_MISMATCH', async () => {
+    expect(await svc(claims({}, { merchant: 'mrch_other' }))).toMatchObject({ code: 'MANDATE_MERCHANT_MISMATCH' });
+    expect(await svc(claims({}, { merchant: 'evil.example.com' }))).toMatchObject({ code: 'MANDATE_MERCHANT_MISMATCH' });
+  });
+
+  it('GIVEN a mandate issued to another agent THEN MANDATE_AGENT_MISMATCH', async () => {
+    const r = await svc(claims({ agent_id: '00000000-0000-4000-8000-000000000000' }));
+    expect(r).toMatchObject({ ok: false, code: 'MANDATE_AGENT_MISMATCH', ref: null });
+    expect(await svc(claims({ agent_id: AGENT.toUpperCase() }))).toMatchObject({ ok: true });
+  });
+
+  it('GIVEN max_amount below the total or another currency THEN MANDATE_AMOUNT_INSUFFICIENT', async () => {
+    expect(await svc(claims({}, { max_amount: '25.29' }))).toMatchObject({ code: 'MANDATE_AMOUNT_INSUFFICIENT' });
+    expect(await svc(claims({}, { max_amount: '9.99' }), { total: '10.00' })).toMatchObject({ code: 'MANDATE_AMOUNT_INSUFFICIENT' });
+    expect(await svc(claims({}, { currency: 'EUR' }))).toMatchObject({ code: 'MANDATE_AMOUNT_INSUFFICIENT' });
+    expect(await svc(claims({}, { currency: 'usd' }))).toMatchObject({ ok: true });
+  });
+});
+
+describe('verifyMandate: issuer JWKS fetching', () => {
+  it('fetches the issuer JWKS once and serves later verifications from the cache', async () => {
+    const kp = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+    const own = await serveJwks({ keys: [{ ...(await exportJWK(kp.publicKey)), kid: KID }] });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await svc(claims({ sub: `m-${i}` }), { jwksUrl: own.url }, {}, kp.privateKey);
+        expect(r).toMatchObject({ ok: true, ref: `m-${i}` });
+      }
+      expect(own.hits()).toBe(1);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('GIVEN an issuer that never answers THEN MANDATE_ISSUER_UNAVAILABLE after the timeout', async () => {
+    const hanging = await serve(() => {
+      /* never responds */
+    });
+    try {
+      const r = await svc(claims(), { jwksUrl: hanging.url, timeoutMs: 200 });
+      expect(r).toMatchObject({ ok: false, code: 'MANDATE_ISSUER_UNAVAILABLE' });
+      expect(r.human).toContain('did not answer in time');
+      expect(hanging.hits()).toBe(1);
+    } finally {
+      await hanging.close();
+    }
+  });
+
+  it('GIVEN an issuer answering 500 or non-JSON THEN MANDATE_ISSUER_UNAVAILABLE', async () => {
+    const failing = await serve((_req, res) => {
+      res.writeHead(500);
+      res.end('down');
+    });
+    const garbage = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{not json');
+    });
+    const notASet = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"keys": "nope"}');
+    });
+    try {
+      for (const s of [failing, garbage, notASet]) {
+        expect(await svc(claims(), { jwksUrl: s.url })).toMatchObject({ ok: false, code: 'MANDATE_ISSUER_UNAVAILABLE' });
+      }
+    } finally {
+      await Promise.all([failing.close(), garbage.close(), notASet.close()]);
+    }
+  });
+
+  it('GIVEN an issuer that refuses connections THEN MANDATE_ISSUER_UNAVAILABLE', async () => {
+    const gone = await serve(() => undefined);
+    await gone.close();
+    expect(await svc(claims(), { jwksUrl: gone.url })).toMatchObject({ ok: false, code: 'MANDATE_ISSUER_UNAVAILABLE' });
+  });
+});

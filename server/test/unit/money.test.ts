@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import {
+  addDecimal,
+  cartTotals,
+  compareDecimal,
+  currencyScale,
+  decimalFromPolicyNumber,
+  formatAtScale,
+  lineTotal,
+  toBaseUnits,
+} from '../../src/lib/money.js';
+
+describe('formatAtScale', () => {
+  it('pads to the minimum scale and keeps extra places without rounding', () => {
+    expect(formatAtScale('5', 2)).toBe('5.00');
+    expect(formatAtScale('5.1', 2)).toBe('5.10');
+    expect(formatAtScale('0.125', 2)).toBe('0.125');
+    expect(formatAtScale('1200', 0)).toBe('1200');
+  });
+  it('refuses a value that is not a decimal string', () => {
+    expect(() => formatAtScale('1e3', 2)).toThrow(TypeError);
+    expect(() => formatAtScale('abc', 2)).toThrow(TypeError);
+  });
+});
+
+describe('lineTotal', () => {
+  it('multiplies exactly at the unit price scale', () => {
+    expect(lineTotal('12.50', 3)).toBe('37.50');
+    expect(lineTotal('0.1', 3)).toBe('0.3'); // 0.1 * 3 in floats is 0.30000000000000004
+    expect(lineTotal('0.00000001', 1000)).toBe('0.00001000');
+    expect(lineTotal('999999999999.99999999', 1000)).toBe('999999999999999.99999000');
+  });
+  it('refuses a non-integer quantity', () => {
+    expect(() => lineTotal('1.00', 1.5)).toThrow(TypeError);
+    expect(() => lineTotal('1.00', -1)).toThrow(TypeError);
+  });
+});
+
+describe('cartTotals', () => {
+  it('GIVEN USD prices with 2 places THEN totals at 2 places and tax 0.00', () => {
+    expect(cartTotals([{ unitPrice: '12.50', qty: 2 }, { unitPrice: '0.10', qty: 3 }], 'USD')).toEqual({
+      subtotal: '25.30',
+      tax: '0.00',
+      total: '25.30',
+    });
+  });
+  it('shows at least the currency scale even when prices are written with fewer places', () => {
+    expect(cartTotals([{ unitPrice: '5', qty: 1 }, { unitPrice: '1.5', qty: 1 }], 'usd')).toEqual({ subtotal: '6.50', tax: '0.00', total: '6.50' });
+  });
+  it('GIVEN a unit price with more places than the currency THEN the exact sum is kept', () => {
+    expect(cartTotals([{ unitPrice: '0.125', qty: 3 }], 'USD')).toEqual({ subtotal: '0.375', tax: '0.00', total: '0.375' });
+    expect(cartTotals([{ unitPrice: '0.125', qty: 2 }, { unitPrice: '1.10', qty: 1 }], 'USD').total).toBe('1.350');
+    expect(cartTotals([{ unitPrice: '0.00000001', qty: 1 }, { unitPrice: '1.00', qty: 1 }], 'USD').total).toBe('1.00000001');
+  });
+  it('uses scale 0 for JPY and KRW', () => {
+    expect(cartTotals([{ unitPrice: '1200', qty: 2 }], 'JPY')).toEqual({ subtotal: '2400', tax: '0', total: '2400' });
+    expect(cartTotals([{ unitPrice: '500', qty: 1 }], 'KRW').tax).toBe('0');
+    expect(cartTotals([{ unitPrice: '100.5', qty: 1 }], 'JPY').total).toBe('100.5');
+  });
+  it('stays exact at the largest allowed price and quantity', () => {
+    const lines = Array.from({ length: 100 }, () => ({ unitPrice: '999999999999.99999999', qty: 1000 }));
+    expect(cartTotals(lines, 'USD').total).toBe('99999999999999999.99900000');
+  });
+  it('an empty cart totals zero at scale', () => {
+    expect(cartTotals([], 'USD')).toEqual({ subtotal: '0.00', tax: '0.00', total: '0.00' });
+  });
+  it('knows the scale of a few currencies', () => {
+    expect([currencyScale('USD'), currencyScale('eur'), currencyScale('JPY'), currencyScale('KRW'), currencyScale('KWD')]).toEqual([2, 2, 0, 0, 3]);
+  });
+});
+
+describe('toBaseUnits', () => {
+  it('converts a whole number of base units exactly', () => {
+    expect(toBaseUnits('25.30')).toEqual({ baseUnits: '25300000', amount: '25.30' });
+    expect(toBaseUnits('0.000001')).toEqual({ baseUnits: '1', amount: '0.000001' });
+    expect(toBaseUnits('5')).toEqual({ baseUnits: '5000000', amount: '5.00' });
+    expect(toBaseUnits('0')).toEqual({ baseUnits: '0', amount: '0.00' });
+  });
+  it('rounds a fraction of a base unit UP and shows the rounded amount', () => {
+    expect(toBaseUnits('0.0000001')).toEqual({ baseUnits: '1', amount: '0.000001' });
+    expect(toBaseUnits('1.23456701')).toEqual({ baseUnits: '1234568', amount: '1.234568' });
+    expect(toBaseUnits('0.375')).toEqual({ baseUnits: '375000', amount: '0.375' });
+  });
+  it('trims trailing zeros beyond 2 places', () => {
+    expect(toBaseUnits('1.50000000')).toEqual({ baseUnits: '1500000', amount: '1.50' });
+    expect(toBaseUnits('1.12300000')).toEqual({ baseUnits: '1123000', amount: '1.123' });
+  });
+  it('is exact past 2^53 (bigint-safe)', () => {
+    const r = toBaseUnits('999999999999.99999999');
+    expect(r).toEqual({ baseUnits: '1000000000000000000', amount: '1000000000000.00' });
+    expect(BigInt(r.baseUnits)).toBe(10n ** 18n);
+    expect(toBaseUnits('99999999999999999.999').baseUnits).toBe('99999999999999999999000');
+  });
+  it('honours another token precision', () => {
+    expect(toBaseUnits('1.5', 18).baseUnits).toBe('1500000000000000000');
+    expect(toBaseUnits('1.5', 0)).toEqual({ baseUnits: '2', amount: '2.00' });
+  });
+  it('refuses a negative amount', () => {
+    expect(() => toBaseUnits('-1.00')).toThrow(RangeError);
+  });
+});
+
+describe('compareDecimal / addDecimal / decimalFromPolicyNumber', () => {
+  it('compares by value, not by text', () => {
+    expect(compareDecimal('1.0', '1.00')).toBe(0);
+    expect(compareDecimal('10.00', '9.99')).toBe(1);
+    expect(compareDecimal('20.00', '20.000001')).toBe(-1);
+    expect(compareDecimal('999999999999.99999999', '999999999999.99999998')).toBe(1);
+  });
+  it('adds exactly at the larger scale', () => {
+    expect(addDecimal('0.1', '0.2')).toBe('0.3');
+    expect(addDecimal('1.50', '2.255')).toBe('3.755');
+    expect(addDecimal('0', '25.30')).toBe('25.30');
+  });
+  it('converts policy numbers through their shortest string form', () => {
+    expect(decimalFromPolicyNumber(20)).toBe('20');
+    expect(decimalFromPolicyNumber(100.1)).toBe('100.1');
+    expect(decimalFromPolicyNumber(0.1 + 0.2)).toBe('0.30000000000000004');
+    expect(decimalFromPolicyNumber(1e21)).toBe('1000000000000000000000');
+    expect(() => decimalFromPolicyNumber(Number.NaN)).toThrow(TypeError);
+    expect(() => decimalFromPolicyNumber(Infinity)).toThrow(TypeError);
+  });
+});
