@@ -4,6 +4,48 @@
  */
 
 export interface paths {
+    "/api/v1/reputation/{agentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Legacy alias (accepts X-Svc-Api-Key, resolves leniently)
+         * @deprecated
+         * @description Auth: public, no API key.
+         */
+        get: operations["getReputationLegacy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reputation/{agentId}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Legacy alias with the trailing slash
+         * @deprecated
+         * @description Auth: public, no API key.
+         */
+        get: operations["getReputationLegacySlash"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -18,6 +60,132 @@ export interface paths {
         get: operations["healthz"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/m/{merchant}/.well-known/agentic-checkout.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Discovery manifest (ETag; 304 on If-None-Match)
+         * @description Also served at the root of <slug>.<discovery domain> and of the merchant's own domain.
+         *
+         *     Auth: public, no API key.
+         */
+        get: operations["getManifest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/m/{merchant}/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The merchant's receipt public key set
+         * @description Auth: public, no API key.
+         */
+        get: operations["getAgentJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/m/{merchant}/agent/catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Available catalog items
+         * @description Auth: public, no API key.
+         */
+        get: operations["getAgentCatalog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/m/{merchant}/agent/checkout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open a checkout session
+         * @description Idempotent on (agent_id, idempotency_key). Rate limited per agent and merchant (429 with Retry-After).
+         *
+         *     Auth: public, no API key.
+         */
+        post: operations["createCheckout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/m/{merchant}/agent/checkout/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Poll a checkout session
+         * @description Auth: public, no API key.
+         */
+        get: operations["getCheckout"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/m/{merchant}/agent/checkout/{id}/settle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run the acceptance gate and settle
+         * @description Gate order: mandate, replay, reputation, policy verdict, capture, receipt. A repeat of the same payment after a terminal result replays it byte for byte.
+         *
+         *     Auth: public, no API key.
+         */
+        post: operations["settleCheckout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -186,6 +354,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The order feed, newest first
+         * @description Auth: API key (Bearer) with scope `orders:read`.
+         */
+        get: operations["listOrders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/policy": {
         parameters: {
             query?: never;
@@ -258,6 +446,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reputation/agent/{agentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An agent's reputation
+         * @description Auth: public, no API key.
+         */
+        get: operations["getAgentReputation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reputation/merchant/{merchantId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A merchant's reputation
+         * @description Auth: public, no API key.
+         */
+        get: operations["getMerchantReputation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reputation/{agentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An agent's reputation (short form; `agent` and `merchant` are reserved)
+         * @description Auth: public, no API key.
+         */
+        get: operations["getReputationShort"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a checkout session (the hosted review of a held session)
+         * @description Auth: API key (Bearer) with scope `orders:read`.
+         */
+        get: operations["getSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a held session: runs capture and issues the receipt
+         * @description Auth: API key (Bearer) with scope `orders:write`. Accepts an Idempotency-Key header.
+         */
+        post: operations["approveSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decline a held session
+         * @description Auth: API key (Bearer) with scope `orders:write`. Accepts an Idempotency-Key header.
+         */
+        post: operations["declineSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/validate": {
         parameters: {
             query?: never;
@@ -290,6 +598,90 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getReputationLegacy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agentId: string;
+                        known: boolean;
+                        score: number;
+                        /** @enum {string} */
+                        tier: "risky" | "standard" | "trusted" | "elite";
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    getReputationLegacySlash: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agentId: string;
+                        known: boolean;
+                        score: number;
+                        /** @enum {string} */
+                        tier: "risky" | "standard" | "trusted" | "elite";
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
     healthz: {
         parameters: {
             query?: never;
@@ -308,6 +700,857 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         ok: true;
+                    };
+                };
+            };
+        };
+    };
+    getManifest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                merchant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Relative path of the catalog. */
+                        catalog_url: string;
+                        /** @description Relative path to POST a checkout session to. */
+                        checkout_url: string;
+                        /** @description Relative path of the receipt key set. */
+                        jwks_url: string;
+                        livemode: boolean;
+                        mandate: {
+                            accepted: ("svc" | "ap2" | "acp" | "none")[];
+                            /** @enum {string} */
+                            preferred: "svc" | "ap2" | "acp" | "none";
+                        };
+                        merchant: {
+                            domain: string;
+                            id: string;
+                            name: string;
+                        };
+                        pay_to: {
+                            card?: {
+                                processor: string;
+                            };
+                            mock?: {
+                                account: string;
+                            };
+                            x402?: {
+                                address: string;
+                                asset: string;
+                                chain: string;
+                            };
+                        };
+                        policy_summary: {
+                            max_per_transaction_usd: number | null;
+                            min_reputation_tier: string | null;
+                            require_mandate_over_usd: number | null;
+                        };
+                        /** @enum {string} */
+                        protocol: "svc-checkout/0.1";
+                        rails: ("x402" | "card" | "mock")[];
+                    };
+                };
+            };
+            /** @description Not Modified */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    getAgentJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                merchant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: {
+                            /** @enum {string} */
+                            alg?: "EdDSA";
+                            /** @enum {string} */
+                            crv: "Ed25519";
+                            kid: string;
+                            /** @enum {string} */
+                            kty: "OKP";
+                            /** @enum {string} */
+                            use?: "sig";
+                            x: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    getAgentCatalog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                merchant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            available: boolean;
+                            category?: string;
+                            /** @description ISO 8601 UTC timestamp */
+                            created_at: string;
+                            description?: string;
+                            /** @description prod_ id */
+                            id: string;
+                            metadata?: {
+                                [key: string]: unknown;
+                            };
+                            name: string;
+                            price: {
+                                amount: string;
+                                currency: string;
+                            };
+                            sku: string;
+                            unit?: string;
+                            /** @description ISO 8601 UTC timestamp */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    createCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                merchant: string;
+            };
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: uuid */
+                    agent_id: string;
+                    buyer?: {
+                        name: string;
+                        shipping_address?: {
+                            city: string;
+                            country: string;
+                            line1: string;
+                            postal_code: string;
+                        };
+                    };
+                    buyer_intent?: string;
+                    idempotency_key?: string;
+                    items: {
+                        qty: number;
+                        sku: string;
+                    }[];
+                    mandate?: {
+                        raw?: unknown;
+                        /** @description Compact JWS for svc mandates. */
+                        token?: string;
+                        /** @enum {string} */
+                        type: "svc" | "ap2" | "acp" | "none";
+                    };
+                    /** @enum {string} */
+                    rail?: "x402" | "card" | "mock";
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        expires_at: number;
+                        livemode: boolean;
+                        /** @description The literal next call to make. */
+                        next: string;
+                        payment_required: {
+                            /** @description Exact decimal; for x402 the total rounded up to a whole base unit. */
+                            amount: string;
+                            /** @description Exact integer string of USDC base units (6 decimals). */
+                            amountBaseUnits: string | null;
+                            /** @enum {string|null} */
+                            asset: "USDC" | null;
+                            /** @enum {string|null} */
+                            chain: "base" | "base-sepolia" | null;
+                            chainId: number | null;
+                            currency: string;
+                            eip712Domain: {
+                                name: string;
+                                version: string;
+                            } | null;
+                            payTo: string | null;
+                            /** @enum {string} */
+                            rail: "x402" | "card" | "mock";
+                            /** @enum {string} */
+                            scheme: "x402-exact" | "mock" | "card";
+                            /** @description Unix seconds; equals expires_at. */
+                            validUntil: number;
+                            /** @description The USDC token contract (EIP-712 verifyingContract). */
+                            verifyingContract: string | null;
+                        };
+                        session_id: string;
+                        /** @enum {string} */
+                        state: "awaiting_payment";
+                        total: {
+                            currency: string;
+                            subtotal: string;
+                            tax: string;
+                            total: string;
+                        };
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    getCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                merchant: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agentId: string;
+                        createdAt: number;
+                        expiresAt: number;
+                        id: string;
+                        lines: {
+                            lineTotal: string;
+                            name: string;
+                            qty: number;
+                            sku: string;
+                            unitPrice: string;
+                        }[];
+                        livemode: boolean;
+                        merchantId: string;
+                        next?: string;
+                        orderId: string | null;
+                        paymentRequired?: {
+                            /** @description Exact decimal; for x402 the total rounded up to a whole base unit. */
+                            amount: string;
+                            /** @description Exact integer string of USDC base units (6 decimals). */
+                            amountBaseUnits: string | null;
+                            /** @enum {string|null} */
+                            asset: "USDC" | null;
+                            /** @enum {string|null} */
+                            chain: "base" | "base-sepolia" | null;
+                            chainId: number | null;
+                            currency: string;
+                            eip712Domain: {
+                                name: string;
+                                version: string;
+                            } | null;
+                            payTo: string | null;
+                            /** @enum {string} */
+                            rail: "x402" | "card" | "mock";
+                            /** @enum {string} */
+                            scheme: "x402-exact" | "mock" | "card";
+                            /** @description Unix seconds; equals expires_at. */
+                            validUntil: number;
+                            /** @description The USDC token contract (EIP-712 verifyingContract). */
+                            verifyingContract: string | null;
+                        };
+                        /** @enum {string} */
+                        railName: "x402" | "card" | "mock";
+                        receipt: string | null;
+                        settlement: {
+                            rail: string;
+                            reference: string;
+                        } | null;
+                        /** @enum {string} */
+                        state: "awaiting_payment" | "settling" | "accepted" | "rejected" | "held" | "expired";
+                        total: {
+                            currency: string;
+                            subtotal: string;
+                            tax: string;
+                            total: string;
+                        };
+                        verdict: {
+                            /** @enum {string} */
+                            decision: "accept" | "reject" | "hold";
+                            reasonCodes: string[];
+                            signals: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            tier: "premium" | "trusted" | "standard" | "cautious";
+                        } | null;
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    settleCheckout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                merchant: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                "application/json": {
+                    payment: {
+                        authorization: {
+                            from: string;
+                            /** @description 0x-prefixed 32 bytes hex */
+                            nonce: string;
+                            to: string;
+                            validAfter: number;
+                            validBefore: number;
+                            /** @description Integer base units, exactly amountBaseUnits. */
+                            value: string;
+                        };
+                        /** @description x402-exact */
+                        scheme: string;
+                        /** @description 0x-prefixed hex */
+                        signature: string;
+                    } | {
+                        /** @enum {boolean} */
+                        mock: true;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        fulfillment: {
+                            rail: string;
+                            reference: string;
+                        };
+                        order_id: string;
+                        /** @description Compact JWS signed with the merchant receipt key. */
+                        receipt: string;
+                        /** @enum {string} */
+                        status: "accepted";
+                    };
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error_human: string;
+                        next: string;
+                        reason_codes: string[];
+                        review_url: string;
+                        /** @enum {string} */
+                        status: "hold";
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payment Required */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error_human: string;
+                        reason_codes: string[];
+                        /** @enum {string} */
+                        status: "payment_invalid";
+                    };
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error_human: string;
+                        reason_codes: string[];
+                        /** @enum {string} */
+                        status: "rejected";
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
                     };
                 };
             };
@@ -1900,6 +3143,157 @@ export interface operations {
             };
         };
     };
+    listOrders: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The previous page's next_cursor. */
+                cursor?: string;
+                /** @description Id with prefix mrch_ */
+                merchant_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            agent_id: string;
+                            /** @description ISO 8601 UTC timestamp */
+                            created_at: string;
+                            /** @enum {string} */
+                            decision: "accept" | "reject" | "hold";
+                            id: string;
+                            livemode: boolean;
+                            /** @enum {string} */
+                            mandate_type: "svc" | "ap2" | "acp" | "none";
+                            merchant_id: string;
+                            rail_name: string;
+                            receipt_id?: string;
+                            session_id: string;
+                            settlement_ref?: string;
+                            total: {
+                                currency: string;
+                                subtotal: string;
+                                tax: string;
+                                total: string;
+                            } | null;
+                            /** @enum {string} */
+                            trust_tier: "premium" | "trusted" | "standard" | "cautious";
+                        }[];
+                        has_more: boolean;
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
     getPolicy: {
         parameters: {
             query?: {
@@ -2579,6 +3973,639 @@ export interface operations {
             };
             /** @description Not Found (also cross-mode access) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    getAgentReputation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agentId: string;
+                        known: boolean;
+                        score: number;
+                        /** @enum {string} */
+                        tier: "risky" | "standard" | "trusted" | "elite";
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    getMerchantReputation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                merchantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        known: boolean;
+                        merchantId: string;
+                        score: number;
+                        /** @enum {string} */
+                        tier: "risky" | "standard" | "trusted" | "elite";
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    getReputationShort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agentId: string;
+                        known: boolean;
+                        score: number;
+                        /** @enum {string} */
+                        tier: "risky" | "standard" | "trusted" | "elite";
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agentId: string;
+                        createdAt: number;
+                        expiresAt: number;
+                        id: string;
+                        lines: {
+                            lineTotal: string;
+                            name: string;
+                            qty: number;
+                            sku: string;
+                            unitPrice: string;
+                        }[];
+                        livemode: boolean;
+                        merchantId: string;
+                        next?: string;
+                        orderId: string | null;
+                        paymentRequired?: {
+                            /** @description Exact decimal; for x402 the total rounded up to a whole base unit. */
+                            amount: string;
+                            /** @description Exact integer string of USDC base units (6 decimals). */
+                            amountBaseUnits: string | null;
+                            /** @enum {string|null} */
+                            asset: "USDC" | null;
+                            /** @enum {string|null} */
+                            chain: "base" | "base-sepolia" | null;
+                            chainId: number | null;
+                            currency: string;
+                            eip712Domain: {
+                                name: string;
+                                version: string;
+                            } | null;
+                            payTo: string | null;
+                            /** @enum {string} */
+                            rail: "x402" | "card" | "mock";
+                            /** @enum {string} */
+                            scheme: "x402-exact" | "mock" | "card";
+                            /** @description Unix seconds; equals expires_at. */
+                            validUntil: number;
+                            /** @description The USDC token contract (EIP-712 verifyingContract). */
+                            verifyingContract: string | null;
+                        };
+                        /** @enum {string} */
+                        railName: "x402" | "card" | "mock";
+                        receipt: string | null;
+                        settlement: {
+                            rail: string;
+                            reference: string;
+                        } | null;
+                        /** @enum {string} */
+                        state: "awaiting_payment" | "settling" | "accepted" | "rejected" | "held" | "expired";
+                        total: {
+                            currency: string;
+                            subtotal: string;
+                            tax: string;
+                            total: string;
+                        };
+                        verdict: {
+                            /** @enum {string} */
+                            decision: "accept" | "reject" | "hold";
+                            reasonCodes: string[];
+                            signals: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            tier: "premium" | "trusted" | "standard" | "cautious";
+                        } | null;
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    approveSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        fulfillment: {
+                            rail: string;
+                            reference: string;
+                        };
+                        order_id: string;
+                        /** @description Compact JWS signed with the merchant receipt key. */
+                        receipt: string;
+                        /** @enum {string} */
+                        status: "accepted";
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payment Required */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+        };
+    };
+    declineSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order_id: string | null;
+                        session_id: string;
+                        /** @enum {string} */
+                        status: "rejected";
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -90,6 +90,10 @@ export const REASON_CODES = {
   OK: { status: 200, human: 'Accepted.' },
   MERCHANT_DECLINED: { status: 403, human: 'The merchant declined the held order.' },
   REVIEW_WINDOW_EXPIRED: { status: 403, human: 'The hold review window passed without a decision.' },
+
+  // webhooks
+  WEBHOOK_URL_INVALID: { status: 400, human: 'The webhook url breaks a URL rule (https for live endpoints; no private, loopback or link-local address).' },
+  WEBHOOK_ENDPOINT_LIMIT: { status: 422, human: 'This project already has the maximum of 16 webhook endpoints in this mode.' },
 } as const satisfies Record<string, { status: number; human: string }>;
 
 export type ReasonCode = keyof typeof REASON_CODES;

@@ -7,6 +7,8 @@ import { receivingContract } from './receiving.js';
 import { agentContract } from './agent.js';
 import { ordersContract, sessionsContract } from './orders.js';
 import { reputationContract } from './reputation.js';
+import { ingestContract } from './ingest.js';
+import { webhooksContract } from './webhooks.js';
 
 export const contract = c.router({
   health: healthContract,
@@ -19,6 +21,8 @@ export const contract = c.router({
   orders: ordersContract,
   sessions: sessionsContract,
   reputation: reputationContract,
+  ingest: ingestContract,
+  webhooks: webhooksContract,
 });
 export type Contract = typeof contract;
 
@@ -32,3 +36,5 @@ export * from './me.js';
 export * from './agent.js';
 export * from './orders.js';
 export * from './reputation.js';
+export * from './ingest.js';
+export * from './webhooks.js';

@@ -3,6 +3,7 @@ import { migrate, openOrm, type DbTarget } from './db/orm.js';
 import { resolveMasterKey, SecretBox } from './lib/crypto.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import type { Services } from './services.js';
+import { installWebhooks } from './modules/webhooks/service.js';
 
 export function dbTargetFor(config: Config): DbTarget {
   return config.DATABASE_URL
@@ -16,5 +17,6 @@ export async function createServices(config: Config, opts: { log?: Logger; targe
   const box = new SecretBox(resolveMasterKey(config, log));
   const orm = await openOrm(opts.target ?? dbTargetFor(config), log);
   await migrate(orm);
+  installWebhooks({ orm });
   return { config, orm, box, log, now: () => new Date() };
 }

@@ -1,6 +1,6 @@
 import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, sql } from './helpers/foundation.js';
+import { configVersion, expectError, racePastRowLock, sql } from './helpers/foundation.js';
 import { merchantBody, TEST_PAY_TO, TestApp, type TestKey } from './helpers/harness.js';
 
 let app: TestApp;
@@ -369,6 +369,43 @@ describe('GET and PATCH /v1/merchants/:id', () => {
       expect(res.body.error_human).toContain(Object.keys(body).at(-1)!);
     }
     expect((await app.request('GET', `/v1/merchants/${m.id}`, { key: testKey })).body).toEqual(m);
+  });
+});
+
+describe('config_version under concurrent writes', () => {
+  const BUMP = 'update merchants set config_version = config_version + 1 where id = ?';
+
+  it('GIVEN a catalog-style bump committed while a PATCH is in flight WHEN the PATCH lands THEN both writes count', async () => {
+    const key = await app.key('test');
+    const m = await create(key);
+    const v0 = await configVersion(app, m.id);
+    const res = await racePastRowLock(app, BUMP, m.id, () => app.request('PATCH', `/v1/merchants/${m.id}`, { key, body: { name: 'Raced' } }));
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.name).toBe('Raced');
+    expect(await configVersion(app, m.id)).toBe(v0 + 2);
+  });
+
+  it('GIVEN a catalog-style bump committed while PUT /v1/receiving is in flight WHEN the PUT lands THEN both writes count', async () => {
+    const key = await app.key('test');
+    const m = await create(key);
+    const v0 = await configVersion(app, m.id);
+    const res = await racePastRowLock(app, BUMP, m.id, () => app.request('PUT', '/v1/receiving', { key, body: { receiving: { mock: { account: 'raced' } } } }));
+    expect(res.status, res.text).toBe(200);
+    expect(await configVersion(app, m.id)).toBe(v0 + 2);
+    expect((await app.request('GET', '/v1/receiving', { key })).body.receiving).toEqual({ mock: { account: 'raced' } });
+  });
+
+  it('GIVEN concurrent PATCHes and catalog writes WHEN all finish THEN config_version rose once per write', async () => {
+    const key = await app.key('test');
+    const m = await create(key);
+    const v0 = await configVersion(app, m.id);
+    const calls = [];
+    for (let i = 0; i < 6; i++) {
+      calls.push(app.request('PATCH', `/v1/merchants/${m.id}`, { key, body: { name: `N${i}` } }));
+      calls.push(app.request('POST', '/v1/catalog', { key, body: { sku: `C-${i}`, name: 'c', price: { amount: '1', currency: 'USD' } } }));
+    }
+    for (const r of await Promise.all(calls)) expect(r.status, r.text).toBeLessThan(300);
+    expect(await configVersion(app, m.id)).toBe(v0 + 12);
   });
 });
 

@@ -5,5 +5,6 @@ import { PolicyVersionEntity } from '../modules/policy/entity.js';
 import { IdempotencyRecord } from './idempotency-entity.js';
 import { CheckoutSessionEntity } from '../modules/checkout/entity.js';
 import { OrderEntity, ReceiptEntity } from '../modules/orders/entity.js';
+import { WebhookEndpointEntity } from '../modules/webhooks/entity.js';
 
-export const entities = [Organization, Project, ApiKey, MerchantEntity, CatalogItemEntity, PolicyVersionEntity, IdempotencyRecord, CheckoutSessionEntity, OrderEntity, ReceiptEntity];
+export const entities = [Organization, Project, ApiKey, MerchantEntity, CatalogItemEntity, PolicyVersionEntity, IdempotencyRecord, CheckoutSessionEntity, OrderEntity, ReceiptEntity, WebhookEndpointEntity];

@@ -20,7 +20,9 @@ import { createCheckout, findSession, sessionView } from '../modules/checkout/se
 import { resolveHold, settleSession } from '../modules/checkout/settle.js';
 import { listOrders, sessionForMerchantKey } from '../modules/orders/service.js';
 import { lookupReputation } from '../modules/reputation/service.js';
+import { ingestDecision, ingestOrder, ingestSession } from '../modules/ingest/service.js';
 import { authed, ctxOf, type Ctx } from './context.js';
+import { webhooksRouter } from './webhook-routes.js';
 
 /** Where hosted links (review_url) point: SVC_PUBLIC_BASE_URL, else the origin the request came to. */
 function baseUrlOf(req: { protocol: string; get(name: string): string | undefined }, ctx: Ctx): string {
@@ -189,6 +191,11 @@ export const router = s.router(contract, {
       return { status: 200, body: out.body };
     },
   },
+  ingest: {
+    session: async ({ req, body }) => ({ status: 200, body: await ingestSession(authed(req), body.session) }),
+    order: async ({ req, body }) => ({ status: 201, body: await ingestOrder(authed(req), body) }),
+    decision: async ({ req, body }) => ({ status: 200, body: await ingestDecision(authed(req), body.session) }),
+  },
   reputation: {
     agent: async ({ req, params }) => ({ status: 200, body: await agentReputation(ctxOf(req), params.agentId) }),
     short: async ({ req, params }) => ({ status: 200, body: await agentReputation(ctxOf(req), params.agentId) }),
@@ -199,6 +206,7 @@ export const router = s.router(contract, {
       return { status: 200, body: { merchantId: params.merchantId, ...(await lookupReputation(ctx.services.orm.em.fork(), 'merchant', params.merchantId)) } };
     },
   },
+  webhooks: webhooksRouter,
 });
 
 /** Readiness ping with its own timeout so a hung database cannot hang the probe. */

@@ -27,16 +27,24 @@ export class TestApp {
   server!: Server;
   baseUrl!: string;
   private constructor(
-    private readonly target: DbTarget,
+    /** The database this app runs on; pass it to `TestApp.start(env, { target })` to share it. */
+    readonly target: DbTarget,
     readonly config: Config,
     private readonly cleanup: () => Promise<void>,
   ) {}
 
-  static async start(env: Record<string, string> = {}, opts: { persistent?: boolean } = {}): Promise<TestApp> {
+  /**
+   * `opts.target` reuses another app's database (a second server process on the same
+   * PostgreSQL database; pass the same SVC_MASTER_KEY). That database belongs to the first
+   * app: stopping this one leaves it in place, so stop this one first.
+   */
+  static async start(env: Record<string, string> = {}, opts: { persistent?: boolean; target?: DbTarget } = {}): Promise<TestApp> {
     let target: DbTarget;
     let cleanup: () => Promise<void> = async () => undefined;
     const adminUrl = process.env.DATABASE_URL;
-    if (adminUrl) {
+    if (opts.target) {
+      target = opts.target;
+    } else if (adminUrl) {
       const dbName = `svc_t_${ulid().toLowerCase()}`;
       const admin = new pg.Client({ connectionString: adminUrl });
       await admin.connect();

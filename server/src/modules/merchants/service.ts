@@ -1,4 +1,4 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { CreateMerchantBody, Merchant, RailName, UpdateMerchantBody } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import type { AuthContext, Ctx } from '../../http/context.js';
@@ -103,6 +103,15 @@ export async function resolveMerchant(em: Em, auth: AuthContext, merchantId?: st
   return m;
 }
 
+/**
+ * Re-reads a resolved merchant with its row locked FOR UPDATE (inside a transaction), so a
+ * read-modify-write or a publish sees the latest committed config and concurrent writers
+ * of the same merchant serialize instead of overwriting each other's config_version.
+ */
+export async function lockMerchantRow(tx: Em, m: MerchantRow): Promise<MerchantRow> {
+  return tx.findOneOrFail(MerchantEntity, { id: m.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+}
+
 export async function listMerchants(em: Em, auth: AuthContext, limit: number, cursor?: string) {
   const where: Record<string, unknown> = { projectId: auth.projectId, livemode: auth.livemode };
   if (cursor) {
@@ -117,7 +126,7 @@ export async function listMerchants(em: Em, auth: AuthContext, limit: number, cu
 
 export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: string, body: UpdateMerchantBody): Promise<MerchantRow> {
   return ctx.em.transactional(async (tx) => {
-    const m = await findMerchant(tx, ctx.auth, id);
+    const m = await lockMerchantRow(tx, await findMerchant(tx, ctx.auth, id));
     let configChanged = false;
     if (body.receiving !== undefined) {
       m.receiving = normalizeReceiving(body.receiving, m.livemode);
@@ -163,7 +172,7 @@ export async function getReceiving(em: Em, auth: AuthContext, merchantId?: strin
 
 export async function putReceiving(ctx: Ctx & { auth: AuthContext }, input: unknown, merchantId?: string) {
   return ctx.em.transactional(async (tx) => {
-    const m = await resolveMerchant(tx, ctx.auth, merchantId);
+    const m = await lockMerchantRow(tx, await resolveMerchant(tx, ctx.auth, merchantId));
     m.receiving = normalizeReceiving(input, m.livemode);
     m.configVersion += 1;
     m.updatedAt = new Date();

@@ -6,7 +6,7 @@ import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { listCatalogItems } from '../catalog/service.js';
 import { MerchantEntity } from '../merchants/entity.js';
-import { bumpConfigVersion, resolveMerchant, type MerchantRow } from '../merchants/service.js';
+import { bumpConfigVersion, lockMerchantRow, resolveMerchant, type MerchantRow } from '../merchants/service.js';
 import { checkReceiving, effectiveRails } from '../receiving/validate.js';
 import { PolicyVersionEntity } from './entity.js';
 
@@ -121,8 +121,8 @@ export async function validateConfig(em: Em, auth: AuthContext, merchantId?: str
 /** Validate, then in one transaction deactivate the active version, activate the newest, bump the manifest version. */
 export async function publishConfig(ctx: Ctx & { auth: AuthContext }, merchantId?: string) {
   return ctx.em.transactional(async (tx) => {
-    const m = await resolveMerchant(tx, ctx.auth, merchantId);
-    await lockMerchant(tx, m.id);
+    // Locked and re-read: a receiving or rails change committed while we waited is what gets validated.
+    const m = await lockMerchantRow(tx, await resolveMerchant(tx, ctx.auth, merchantId));
     const { findings, newest } = await validateDraft(tx, m);
     if (findings.length > 0) {
       throw new ApiError('CONFIG_INVALID', `Publish refused: ${findings.length} finding(s); first: ${findings[0]!.human}`, {
