@@ -78,7 +78,7 @@ export const catalogContract = c.router({
     body: CatalogItemInput,
     responses: { 201: CatalogItem, ...keyErrors, 409: ErrorBody },
     summary: 'Add a catalog item',
-    metadata: meta({ auth: 'key', scopes: ['products:write'], tag: 'Catalog', operationId: 'createCatalogItem', idempotent: true }),
+    metadata: meta({ auth: 'key', scopes: ['products:write'], tag: 'Catalog', operationId: 'createCatalogItem' }),
   },
   update: {
     method: 'PATCH',

@@ -31,8 +31,6 @@ export type RouteMeta = {
   scopes: readonly Scope[];
   tag: string;
   operationId: string;
-  /** Management POSTs that honour the Idempotency-Key header. */
-  idempotent?: boolean;
 };
 export const meta = (m: RouteMeta) => m;
 

@@ -101,7 +101,7 @@ export const merchantsContract = c.router({
     responses: { 201: Merchant, ...keyErrors, 409: ErrorBody },
     summary: 'Create a merchant',
     description: 'Creates a merchant in the key\'s mode and mints its Ed25519 receipt key. The first merchant of a project in a mode becomes its default.',
-    metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Merchants', operationId: 'createMerchant', idempotent: true }),
+    metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Merchants', operationId: 'createMerchant' }),
   },
   list: {
     method: 'GET',

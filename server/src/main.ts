@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { buildApp } from './app.js';
 import { createServices } from './boot.js';
 import { ConfigError, loadConfig } from './config.js';
+import { startWebhookWorker } from './modules/webhooks/worker.js';
 
 async function main() {
   let config;
@@ -30,10 +31,13 @@ async function main() {
     const where = config.DATABASE_URL ? 'postgresql' : `embedded PGlite in ${config.SVC_DATA_DIR}`;
     log.info({ port: config.PORT, database: where, env: config.NODE_ENV }, `svc-checkout listening on http://localhost:${config.PORT}`);
   });
+  // Webhook delivery runs in the server by default; SVC_RUN_WORKER=false leaves it to `npm run worker`.
+  const worker = config.SVC_RUN_WORKER ? startWebhookWorker(services) : null;
   const stop = (signal: string) => {
     log.info({ signal }, 'shutting down');
+    const workerStopped = (worker?.stop() ?? Promise.resolve()).catch(() => undefined);
     server.close(() => {
-      services.orm.close().finally(() => process.exit(0));
+      workerStopped.finally(() => services.orm.close().finally(() => process.exit(0)));
     });
     setTimeout(() => process.exit(0), 5000).unref();
   };

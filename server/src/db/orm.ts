@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MikroORM as PgOrm } from '@mikro-orm/postgresql';
 import { MikroORM as PgliteOrm } from '@mikro-orm/pglite';
@@ -34,12 +34,72 @@ export async function openOrm(target: DbTarget, log?: Logger): Promise<Orm> {
     })) as unknown as Orm;
   }
   let dbName = 'memory://';
+  let release = () => {};
   if (target.dataDir) {
     const dir = resolve(target.dataDir, 'pglite');
     mkdirSync(dir, { recursive: true });
+    release = lockDataDir(dir);
     dbName = dir;
   }
-  return (await PgliteOrm.init({ ...common, dbName })) as unknown as Orm;
+  let orm: Orm;
+  try {
+    orm = (await PgliteOrm.init({ ...common, dbName })) as unknown as Orm;
+  } catch (err) {
+    release();
+    throw err;
+  }
+  const close = orm.close.bind(orm);
+  orm.close = async (force?: boolean) => {
+    try {
+      await close(force);
+    } finally {
+      release();
+    }
+  };
+  return orm;
+}
+
+export class DataDirInUseError extends Error {}
+
+/**
+ * Embedded PGlite is single-process: a second process opening the same directory would
+ * silently lose writes. A pid file refuses that with a clear message instead.
+ */
+function lockDataDir(dir: string): () => void {
+  const file = resolve(dir, '..', 'pglite.pid');
+  try {
+    writeFileSync(file, String(process.pid), { flag: 'wx' });
+  } catch {
+    const pid = Number(readFileSync(file, 'utf8').trim());
+    const alive = Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid);
+    if (alive) {
+      throw new DataDirInUseError(
+        `the embedded database in ${dir} is open in process ${pid}; stop that process first (or set DATABASE_URL to share a PostgreSQL database)`,
+      );
+    }
+    writeFileSync(file, String(process.pid));
+  }
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    try {
+      if (readFileSync(file, 'utf8').trim() === String(process.pid)) unlinkSync(file);
+    } catch {
+      /* already gone */
+    }
+  };
+  process.once('exit', release);
+  return release;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export async function migrate(orm: Orm): Promise<void> {

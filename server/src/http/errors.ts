@@ -57,6 +57,23 @@ export function notFoundHandler(_req: Request, res: Response) {
   sendCode(res, 'NOT_FOUND', 'No such route.');
 }
 
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN', 'EPIPE']);
+
+/**
+ * The database cannot be reached (refused or dropped connection, server shutting down or
+ * refusing connections, connection slots exhausted): a retryable 503, not a 500.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  const message = typeof e?.message === 'string' ? e.message : '';
+  if (NETWORK_CODES.has(code)) return true;
+  // SQLSTATE class 08 connection_exception; 57P01-57P03 shutdown / cannot connect now; 53300 too_many_connections.
+  if (/^08[0-9A-Z]{3}$/.test(code) || /^57P0[123]$/.test(code) || code === '53300') return true;
+  if (code === '55000' && message.includes('not currently accepting connections')) return true;
+  return /^Connection terminated|timeout exceeded when trying to connect/.test(message);
+}
+
 /** The one error mapper: ApiError, body-parser errors, unique violations, and anything else as 500. */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   if (err instanceof ApiError) return sendError(res, err.status, err.body(), err.headers);
@@ -80,6 +97,10 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     const name = (err as unknown as { constraint?: string }).constraint ?? '';
     const hit = Object.entries(UNIQUE_CODES).find(([k]) => name === k || String(err.message).includes(k));
     if (hit) return sendCode(res, hit[1]);
+  }
+  if (isDatabaseUnavailable(err)) {
+    req.ctx?.log.error({ err: { name: (err as Error).name, message: String((err as Error).message).split('\n')[0] } }, 'database unavailable');
+    return sendCode(res, 'DATABASE_UNAVAILABLE');
   }
   // Log the error without driver extras (a failed query carries its SQL and parameters).
   const safe = err instanceof Error ? { name: err.name, message: err.message.split('\n')[0], stack: err.stack?.split('\n').slice(1, 8).join('\n') } : { value: String(err) };

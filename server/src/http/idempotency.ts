@@ -17,7 +17,7 @@ export async function idempotencyMiddleware(req: Request, res: Response, next: N
   try {
     const meta = routeMeta(req);
     const key = req.header('idempotency-key');
-    if (!key || req.method !== 'POST' || meta?.auth !== 'key') return next();
+    if (!key || (req.method !== 'POST' && req.method !== 'PUT') || meta?.auth !== 'key') return next();
     if (!KEY_RE.test(key)) throw new ApiError('VALIDATION_FAILED', 'Idempotency-Key must be 1-255 printable ASCII characters.');
     const ctx = ctxOf(req);
     const auth = ctx.auth!;
@@ -32,7 +32,7 @@ export async function idempotencyMiddleware(req: Request, res: Response, next: N
       );
     let claimed = await claim();
     if (claimed.length === 0) {
-      const rows = await em.execute<Array<{ request_hash: string; status: number | null; response: unknown; created_at: Date }>>(
+      const rows = await em.execute<Array<{ request_hash: string; status: number | null; response: string | null; created_at: Date }>>(
         'select request_hash, status, response, created_at from idempotency_keys where scope_key = ? and idem_key = ?',
         [scopeKey, key],
       );
@@ -44,29 +44,35 @@ export async function idempotencyMiddleware(req: Request, res: Response, next: N
         if (row.request_hash !== requestHash) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
         if (row.status === null) throw new ApiError('IDEMPOTENCY_KEY_IN_PROGRESS');
         res.setHeader('Idempotent-Replayed', 'true');
-        res.status(row.status).json(row.response);
+        res.status(row.status).type('application/json').send(row.response ?? '');
         return;
       }
       if (claimed.length === 0) throw new ApiError('IDEMPOTENCY_KEY_IN_PROGRESS');
     }
 
+    // Store the exact response text before it is sent, so a replay is byte for byte the same.
+    let settled = false;
+    const release = () => em.execute('delete from idempotency_keys where scope_key = ? and idem_key = ?', [scopeKey, key]);
     const originalJson = res.json.bind(res);
     res.json = (body: unknown) => {
+      settled = true;
       const status = res.statusCode;
+      const text = JSON.stringify(body);
       const store =
         status >= 500
-          ? em.execute('delete from idempotency_keys where scope_key = ? and idem_key = ?', [scopeKey, key])
-          : em.execute('update idempotency_keys set status = ?, response = ? where scope_key = ? and idem_key = ?', [
-              status,
-              JSON.stringify(body),
-              scopeKey,
-              key,
-            ]);
+          ? release()
+          : em.execute('update idempotency_keys set status = ?, response = ? where scope_key = ? and idem_key = ?', [status, text, scopeKey, key]);
       store
-        .catch((err: unknown) => ctx.log.error({ err }, 'failed to store idempotent response'))
-        .finally(() => originalJson(body));
+        .catch((err: unknown) => ctx.log.error({ err: String(err) }, 'failed to store idempotent response'))
+        .finally(() => {
+          if (!res.headersSent) res.type('application/json').send(text);
+        });
       return res;
     };
+    // A request that ends without a JSON response (client gone, crash) frees its key for a retry.
+    res.on('close', () => {
+      if (!settled) release().catch((err: unknown) => ctx.log.error({ err: String(err) }, 'failed to release idempotency key'));
+    });
     next();
   } catch (err) {
     next(err);

@@ -23,7 +23,8 @@ export class Migration20261121000001Foundation extends Migration {
       project_id text not null references projects(id),
       mode text not null check (mode in ('test', 'live')),
       name text,
-      secret_hash text not null unique,
+      lookup text not null unique,
+      secret_hash text not null,
       last4 text not null,
       scopes jsonb not null,
       created_at timestamptz not null default now(),
@@ -88,7 +89,7 @@ export class Migration20261121000001Foundation extends Migration {
       idem_key text not null,
       request_hash text not null,
       status integer,
-      response jsonb,
+      response text,
       created_at timestamptz not null default now(),
       constraint idempotency_keys_scope_key unique (scope_key, idem_key)
     )`);

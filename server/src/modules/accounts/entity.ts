@@ -30,6 +30,8 @@ export const ApiKey = defineEntity({
     projectId: p.string(),
     mode: p.string().$type<'test' | 'live'>(),
     name: p.string().nullable(),
+    /** First 16 hex characters of the secret's sha256: the index lookup; the full hash is compared in constant time. */
+    lookup: p.string(),
     secretHash: p.string(),
     last4: p.string().fieldNames('last4'),
     scopes: p.json<string[]>(),

@@ -45,6 +45,7 @@ export async function createApiKey(em: Em, input: { projectId: string; mode: Mod
     projectId: input.projectId,
     mode: input.mode,
     name: input.name ?? null,
+    lookup: sha256(secret).slice(0, 16),
     secretHash: sha256(secret),
     last4: secret.slice(-4),
     scopes,
@@ -67,8 +68,12 @@ export async function revokeApiKey(em: Em, keyId: string): Promise<boolean> {
 export async function authenticate(em: Em, secret: string): Promise<AuthContext> {
   if (!KEY_RE.test(secret)) throw new ApiError('INVALID_API_KEY');
   const hash = sha256(secret);
-  const key = await em.findOne(ApiKey, { secretHash: hash });
+  const key = await em.findOne(ApiKey, { lookup: hash.slice(0, 16) });
   if (!key || !safeEqual(key.secretHash, hash) || key.revokedAt) throw new ApiError('INVALID_API_KEY');
+  if (!key.lastUsedAt || Date.now() - key.lastUsedAt.getTime() > 60_000) {
+    // Coarse last-used tracking (once a minute) so a hot key does not write on every request.
+    await em.execute('update api_keys set last_used_at = now() where id = ?', [key.id]);
+  }
   const prefixMode: Mode = secret.startsWith('svc_live_') ? 'live' : 'test';
   if (prefixMode !== key.mode) throw new ApiError('INVALID_API_KEY');
   return {

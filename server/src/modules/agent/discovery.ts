@@ -19,7 +19,8 @@ export async function merchantByRef(em: Em, ref: string): Promise<MerchantRow> {
   if (hasPrefix(ref, 'mrch')) {
     m = await em.findOne(MerchantEntity, { id: ref });
   } else {
-    const rows = await em.find(MerchantEntity, { slug: ref.toLowerCase() }, { orderBy: { livemode: 'desc' } });
+    // Only published merchants count: an unpublished live merchant must not hide the published test one.
+    const rows = await em.find(MerchantEntity, { slug: ref.toLowerCase(), publishedAt: { $ne: null } }, { orderBy: { livemode: 'desc' }, limit: 1 });
     m = rows[0] ?? null;
   }
   if (!m || !m.publishedAt) throw notFound();

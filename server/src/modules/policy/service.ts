@@ -1,4 +1,4 @@
-import { MerchantPolicy, type Finding, type RailName } from '@svc/contract';
+import { MerchantPolicy, resolvePolicy, type Finding, type RailName } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import type { AuthContext, Ctx } from '../../http/context.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
@@ -20,8 +20,15 @@ const RAIL_CURRENCIES: Record<RailName, (currency: string) => boolean> = {
 };
 export const railSettles = (rail: RailName, currency: string) => RAIL_CURRENCIES[rail](currency);
 
-/** Policy hash: sha256 hex of the RFC 8785 canonical JSON of the body as stored. */
-export const policyHash = (body: Record<string, unknown>) => canonicalHash(body);
+/**
+ * Policy hash: sha256 hex of the RFC 8785 canonical JSON of the normalized body, i.e. with
+ * every default applied, so two bodies that behave the same hash the same. A body that is
+ * not a valid MerchantPolicy (it can be stored, but not published) hashes as sent.
+ */
+export function policyHash(body: Record<string, unknown>): string {
+  const parsed = MerchantPolicy.safeParse(body);
+  return canonicalHash(parsed.success ? resolvePolicy(parsed.data) : body);
+}
 
 export async function activePolicy(em: Em, merchantId: string): Promise<PolicyRow | null> {
   return em.findOne(PolicyVersionEntity, { merchantId, active: true });

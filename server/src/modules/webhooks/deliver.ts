@@ -52,11 +52,13 @@ export function postWebhook(req: WebhookRequest, agents: Agents): Promise<Attemp
   const elapsed = () => Math.round(Number(process.hrtime.bigint() - started) / 1e6);
   return new Promise<AttemptOutcome>((resolve) => {
     let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     const finish = (o: Omit<AttemptOutcome, 'durationMs'>) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      req.signal?.removeEventListener('abort', onAbort);
+      if (onAbort) req.signal?.removeEventListener('abort', onAbort);
       resolve({ ...o, durationMs: elapsed() });
     };
     let url: URL;
@@ -70,8 +72,8 @@ export function postWebhook(req: WebhookRequest, agents: Agents): Promise<Attemp
       return finish({ ok: false, responseStatus: null, error: `refused: ${host} is a private, loopback or link-local address` });
     }
     const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(new Error(`timed out after ${req.timeoutMs} ms`)), req.timeoutMs);
-    const onAbort = () => ac.abort(new Error('the worker stopped during the attempt'));
+    timer = setTimeout(() => ac.abort(new Error(`timed out after ${req.timeoutMs} ms`)), req.timeoutMs);
+    onAbort = () => ac.abort(new Error('the worker stopped during the attempt'));
     if (req.signal?.aborted) onAbort();
     req.signal?.addEventListener('abort', onAbort);
 
