@@ -75,7 +75,7 @@ export interface paths {
         };
         /**
          * Discovery manifest (ETag; 304 on If-None-Match)
-         * @description Also served at the root of <slug>.<discovery domain> and of the merchant's own domain.
+         * @description Also served at the root of `<slug>.<discovery domain>` and of the merchant's own domain.
          *
          *     Auth: public, no API key.
          */
@@ -1660,7 +1660,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: missing scope or wrong mode */
+            /** @description A gate rejection ({status: rejected, ...}) or, for a live key on a test-only rail, the plain error body. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1671,6 +1671,11 @@ export interface operations {
                         reason_codes: string[];
                         /** @enum {string} */
                         status: "rejected";
+                    } | {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
                     };
                 };
             };

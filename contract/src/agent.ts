@@ -192,7 +192,7 @@ export const agentContract = c.router({
     pathParams: MerchantRef,
     responses: { 200: Manifest, 304: c.noBody(), ...publicErrors },
     summary: 'Discovery manifest (ETag; 304 on If-None-Match)',
-    description: 'Also served at the root of <slug>.<discovery domain> and of the merchant\'s own domain.',
+    description: 'Also served at the root of `<slug>.<discovery domain>` and of the merchant\'s own domain.',
     metadata: agentMeta('getManifest'),
   },
   jwks: {
@@ -238,7 +238,7 @@ export const agentContract = c.router({
       200: SettleAccepted,
       202: SettleHeld,
       402: SettlePaymentInvalid,
-      403: SettleRejected,
+      403: z.union([SettleRejected, ErrorBody]).describe('A gate rejection ({status: rejected, ...}) or, for a live key on a test-only rail, the plain error body.'),
       ...publicErrors,
       409: ErrorBody,
       410: ErrorBody,

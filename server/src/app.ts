@@ -9,6 +9,7 @@ import { bodyGuardMiddleware } from './http/body-guard.js';
 import { idempotencyMiddleware } from './http/idempotency.js';
 import { router } from './http/router.js';
 import { agentHostRouting } from './http/agent-host.js';
+import { docsRouter } from './http/docs.js';
 
 export type AppOptions = {
   /** Validate every response against the contract (on in tests so presenters cannot drift). */
@@ -72,6 +73,8 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
     requestValidationErrorHandler: validationErrorHandler as unknown as 'default',
   });
 
+  // GET /openapi.json and GET /docs (Redoc served locally): public, outside the contract.
+  app.use(docsRouter());
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;

@@ -291,6 +291,29 @@ describe('manifest freshness', () => {
   });
 });
 
+describe('manifest rails and defaults', () => {
+  it('GIVEN no policy THEN the summary shows the defaults; GIVEN allowedRails THEN only those rails and their pay_to are advertised', async () => {
+    const plain = await publishedMerchant(app);
+    const m1 = await manifestOf(app, plain.base);
+    expect(m1.body.policy_summary).toEqual({ require_mandate_over_usd: 20, max_per_transaction_usd: 500, min_reputation_tier: 'standard' });
+    const open = await publishedMerchant(app, { policy: { allowedRails: ['x402'], requireMandateOverUsd: null, maxPerTransactionUsd: null, minReputationTier: null } });
+    const m2 = await manifestOf(app, open.base);
+    expect(m2.body.rails).toEqual(['x402']);
+    expect(Object.keys(m2.body.pay_to)).toEqual(['x402']);
+    expect(m2.body.policy_summary).toEqual({ require_mandate_over_usd: null, max_per_transaction_usd: null, min_reputation_tier: null });
+  });
+
+  it('GIVEN a browser agent WHEN it preflights an agent route THEN CORS allows any origin with the headers it needs', async () => {
+    const { base } = await publishedMerchant(app);
+    const res = await app.request('OPTIONS', `${base}/agent/checkout`, { headers: { origin: 'https://agent.example', 'access-control-request-method': 'POST' } });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(res.headers.get('access-control-allow-methods')).toContain('POST');
+    expect(res.headers.get('access-control-allow-headers')).toMatch(/Content-Type/);
+    expect(res.headers.get('access-control-allow-headers')).toMatch(/If-None-Match/);
+  });
+});
+
 describe('agent key set and catalog', () => {
   it('GIVEN a published merchant WHEN an agent reads jwks.json and the catalog THEN it gets the receipt key and only available items, prices byte for byte', async () => {
     const { key, merchant, base } = await publishedMerchant(app, {

@@ -32,6 +32,7 @@ describe('checkout rate limit', () => {
       const fourth = await app.request('POST', `${base}/agent/checkout`, { body: body(4) });
       expectError(fourth, 429, 'RATE_LIMITED');
       expect(fourth.headers.get('retry-after')).toBe('45');
+      expect(fourth.headers.get('access-control-expose-headers')).toContain('Retry-After');
 
       const rows = await sql<{ hits: number; window_start: Date }>(app, 'select hits, window_start from rate_limit_buckets where bucket = ?', [
         `checkout:${merchant.id}:${agent}`,
@@ -57,6 +58,44 @@ describe('checkout rate limit', () => {
     } finally {
       app.services.now = realNow;
       if (other !== app) await other.stop();
+    }
+  });
+
+  it('GIVEN a limit of 3 per minute WHEN one agent opens 10 sessions at once THEN exactly 3 are created', async () => {
+    const { base } = await publishedMerchant(app);
+    const realNow = app.services.now;
+    const pinned = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 20_000);
+    app.services.now = () => pinned;
+    try {
+      const agent = agentId();
+      const all = await Promise.all(
+        Array.from({ length: 10 }, () => app.request('POST', `${base}/agent/checkout`, { body: { agent_id: agent, items: [{ sku: 'coffee', qty: 1 }] } })),
+      );
+      expect(all.filter((r) => r.status === 201)).toHaveLength(3);
+      for (const r of all.filter((x) => x.status !== 201)) expectError(r, 429, 'RATE_LIMITED');
+      expect(await sql(app, 'select id from checkout_sessions where agent_id = ?', [agent])).toHaveLength(3);
+    } finally {
+      app.services.now = realNow;
+    }
+  });
+
+  it('GIVEN one agent id written in different letter cases WHEN it opens sessions THEN they count against one limit (a UUID is case-insensitive)', async () => {
+    const { merchant, base } = await publishedMerchant(app);
+    const realNow = app.services.now;
+    const pinned = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 30_000);
+    app.services.now = () => pinned;
+    try {
+      const agent = agentId();
+      const spellings = [agent, agent.toUpperCase(), agent.replace(/[a-f]/, (c) => c.toUpperCase())];
+      for (const id of spellings) {
+        expect((await app.request('POST', `${base}/agent/checkout`, { body: { agent_id: id, items: [{ sku: 'coffee', qty: 1 }] } })).status).toBe(201);
+      }
+      const fourth = await app.request('POST', `${base}/agent/checkout`, { body: { agent_id: agent.toUpperCase(), items: [{ sku: 'coffee', qty: 1 }] } });
+      expectError(fourth, 429, 'RATE_LIMITED');
+      const buckets = await sql(app, 'select bucket from rate_limit_buckets where bucket like ?', [`checkout:${merchant.id}:%`]);
+      expect(buckets).toEqual([{ bucket: `checkout:${merchant.id}:${agent}` }]);
+    } finally {
+      app.services.now = realNow;
     }
   });
 });

@@ -76,6 +76,24 @@ describe('accepted settle and its receipt', () => {
     const [order] = await ordersOf(app, s.id);
     expect(order).toMatchObject({ id: res.body.order_id, decision: 'accept', trust_tier: 'cautious', mandate_type: 'none', settlement_ref: res.body.fulfillment.reference });
     expect(await eventTypes(app, s.id)).toEqual(['order.accepted', 'order.settled']);
+    const events = await sql<{ payload: any }>(app, "select payload from events where payload->'data'->'object'->>'session_id' = ? order by seq", [s.id]);
+    for (const { payload } of events) {
+      expect(payload).toMatchObject({ id: expect.stringMatching(/^evt_/), livemode: false, api_version: 'v1', created: expect.any(Number) });
+      expect(payload.data.object).toEqual({
+        id: res.body.order_id,
+        session_id: s.id,
+        merchant_id: shop.merchant.id,
+        agent_id: agent,
+        total: { currency: 'USD', subtotal: '9.00', tax: '0.00', total: '9.00' },
+        items: [{ sku: 'coffee', qty: 2 }],
+        rail_name: 'x402',
+        settlement_ref: res.body.fulfillment.reference,
+        receipt_id: claims.sub,
+        mandate_type: 'none',
+        mandate_ref: null,
+        trust_tier: 'cautious',
+      });
+    }
   });
 });
 
@@ -181,6 +199,15 @@ describe('payment_invalid (402)', () => {
 });
 
 describe('concurrency and replay', () => {
+  it('GIVEN one authorization WHEN it settles two sessions at the same moment THEN one is accepted and the other is 402 NONCE_ALREADY_USED', async () => {
+    const [a, b] = await Promise.all([1, 2].map(() => openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }])));
+    const payment = await signPayment(newBuyer(), a!.pr);
+    const results = await Promise.all([settle(app, shop.base, a!.id, payment), settle(app, shop.base, b!.id, payment)]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 402]);
+    expectPaymentInvalid(results.find((r) => r.status === 402)!, 'NONCE_ALREADY_USED');
+    expect((await sql(app, 'select 1 from orders where session_id in (?, ?)', [a!.id, b!.id])).length).toBe(1);
+  });
+
   it('GIVEN one payment WHEN it is settled 20 times at once THEN every answer is the same 200 and exactly one order exists', async () => {
     const s = await openSession(app, shop.base, [{ sku: 'beans', qty: 1 }]);
     const payment = await signPayment(newBuyer(), s.pr);
@@ -236,6 +263,49 @@ describe('concurrency and replay', () => {
   it('GIVEN an unknown session id WHEN it is settled THEN 404 SESSION_NOT_FOUND', async () => {
     expectError(await settle(app, shop.base, `sess_${ulid().toLowerCase()}`, { payment: { mock: true } }), 404, 'SESSION_NOT_FOUND');
     expectError(await settle(app, shop.base, 'not-a-session', { payment: { mock: true } }), 404, 'SESSION_NOT_FOUND');
+  });
+});
+
+describe('card rail', () => {
+  it('GIVEN a merchant offering the card stub WHEN a card session is settled THEN 402 RAIL_NOT_IMPLEMENTED and the session stays open', async () => {
+    const card = await publishedMerchant(app, {
+      merchant: {
+        receiving: { x402: { chain: 'base-sepolia', address: '0x1111111111111111111111111111111111111111' }, card: { processor: 'stripe', accountId: 'acct_1' } },
+        rails: ['x402', 'card'],
+      },
+      products: [
+        { sku: 'coffee', amount: '4.50' },
+        { sku: 'croissant', amount: '2.00', currency: 'EUR' },
+      ],
+    });
+    const s = await openSession(app, card.base, [{ sku: 'croissant', qty: 1 }], { rail: 'card' });
+    expect(s.pr).toMatchObject({ rail: 'card', scheme: 'card', currency: 'EUR', amount: '2.00', amountBaseUnits: null, chain: null });
+    const res = await settle(app, card.base, s.id, { payment: { mock: true } });
+    expectPaymentInvalid(res, 'RAIL_NOT_IMPLEMENTED');
+    expect((await poll(app, card.base, s.id)).body.state).toBe('awaiting_payment');
+    expect(await ordersOf(app, s.id)).toHaveLength(0);
+  });
+});
+
+describe('settle body validation', () => {
+  it('GIVEN a payment of the wrong shape WHEN it is settled THEN 400 VALIDATION_FAILED naming the payment, before the gate', async () => {
+    const s = await openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }]);
+    const good = await signPayment(newBuyer(), s.pr);
+    // payment is a union (x402 or mock), so the message names body.payment rather than the inner field.
+    const cases: Array<[unknown, string]> = [
+      [{}, 'body.payment'],
+      [{ payment: { ...good.payment, authorization: { ...good.payment.authorization, validAfter: '0' } } }, 'body.payment'],
+      [{ payment: { ...good.payment, authorization: { ...good.payment.authorization, extra: 1 } } }, 'body.payment'],
+      [{ payment: { mock: false } }, 'body.payment'],
+      [{ payment: { mock: true }, extra: 1 }, 'extra'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await settle(app, shop.base, s.id, body);
+      expectError(res, 400, 'VALIDATION_FAILED');
+      expect(res.body.error_human).toContain(field);
+    }
+    expect((await poll(app, shop.base, s.id)).body.state).toBe('awaiting_payment');
+    expect((await settle(app, shop.base, s.id, good)).status).toBe(200);
   });
 });
 

@@ -121,6 +121,14 @@ describe('POST /v1/catalog', () => {
     expect(first.body.items.map((i: { sku: string; name: string }) => `${i.sku}:${i.name}`).sort()).toEqual(['SKU-1:Thing', 'sku-1:Thing']);
   });
 
+  it('GIVEN one sku WHEN five creates race for it THEN exactly one wins and the rest are 409 PRODUCT_SKU_TAKEN', async () => {
+    const s = await shop();
+    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => app.request('POST', '/v1/catalog', { key: s.key, body: item({ name: `n${i}` }) })));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    for (const r of results.filter((x) => x.status !== 201)) expectError(r, 409, 'PRODUCT_SKU_TAKEN');
+    expect((await app.request('GET', '/v1/catalog', { key: s.key })).body.items).toHaveLength(1);
+  });
+
   it('GIVEN a project with no merchant WHEN using the catalog THEN 404 NOT_FOUND', async () => {
     const key = await app.key('test');
     expectError(await app.request('GET', '/v1/catalog', { key }), 404, 'NOT_FOUND');

@@ -90,6 +90,23 @@ describe('POST /v1/merchants', () => {
     expect((await app.request('GET', `/v1/merchants/${first.id}`, { key })).body.is_default).toBe(true);
   });
 
+  it('GIVEN a new project WHEN six merchants are created at once THEN all succeed and exactly one is the default', async () => {
+    const key = await app.key('test');
+    const results = await Promise.all(Array.from({ length: 6 }, () => app.request('POST', '/v1/merchants', { key, body: merchantBody() })));
+    for (const r of results) expect(r.status, r.text).toBe(201);
+    expect(results.filter((r) => r.body.is_default)).toHaveLength(1);
+    const rows = await sql(app, 'select count(*)::int as n from merchants where project_id = ? and is_default', [key.projectId]);
+    expect(Number(rows[0]!.n)).toBe(1);
+  });
+
+  it('GIVEN one slug WHEN six creates race for it THEN exactly one wins and the rest are 409 MERCHANT_SLUG_TAKEN', async () => {
+    const body = merchantBody();
+    const keys = await Promise.all(Array.from({ length: 3 }, () => app.key('test')));
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => app.request('POST', '/v1/merchants', { key: keys[i % 3]!, body })));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    for (const r of results.filter((x) => x.status !== 201)) expectError(r, 409, 'MERCHANT_SLUG_TAKEN');
+  });
+
   it('GIVEN a missing slug, name or domain WHEN creating THEN 400 VALIDATION_FAILED naming the field', async () => {
     for (const field of ['slug', 'name', 'domain', 'receiving']) {
       const body: Record<string, unknown> = merchantBody();

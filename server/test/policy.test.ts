@@ -19,8 +19,31 @@ async function shop(overrides: Record<string, unknown> = {}): Promise<Shop> {
   return { key, merchantId: res.body.id };
 }
 
-/** The expected hash, computed independently of the server: sha256 hex of the RFC 8785 form. */
-const jcsHash = (body: unknown) => createHash('sha256').update(canonicalize(body)!).digest('hex');
+/** sha256 hex of the RFC 8785 form, computed independently of the server. */
+const jcsHash = (value: unknown) => createHash('sha256').update(canonicalize(value)!).digest('hex');
+
+/** decisions.md "Policy": every MerchantPolicy field with its default (null = no limit). */
+const DEFAULTS: Record<string, unknown> = {
+  requireMandateOverUsd: 20,
+  minReputationTier: 'standard',
+  maxPerTransactionUsd: 500,
+  maxPerAgentPerDayUsd: null,
+  ratePerAgentPerHour: null,
+  ratePerAgentPerDay: null,
+  blockedAgents: [],
+  allowedRails: null,
+  forbiddenIntentKeywords: [],
+  requiredIntentMatch: false,
+  holdForReviewBelowTier: 'cautious',
+};
+/** The normalized body the hash covers: absent fields take their default; list and flag fields read null as empty/false. */
+function normalized(body: Record<string, unknown>) {
+  const out: Record<string, unknown> = { ...DEFAULTS, ...body };
+  for (const k of ['blockedAgents', 'forbiddenIntentKeywords', 'requiredIntentMatch']) if (out[k] === null) out[k] = DEFAULTS[k];
+  return out;
+}
+/** The policy hash of a valid MerchantPolicy body. */
+const policyHash = (body: Record<string, unknown>) => jcsHash(normalized(body));
 
 async function put(s: Shop, body: unknown, note?: string) {
   const res = await app.request('PUT', '/v1/policy', { key: s.key, body: { body, ...(note !== undefined ? { note } : {}) } });
@@ -47,7 +70,7 @@ describe('GET and PUT /v1/policy', () => {
     const s = await shop();
     const a = await put(s, { maxPerTransactionUsd: 100 }, 'first');
     expect(Object.keys(a).sort()).toEqual(['active', 'hash', 'id', 'version']);
-    expect(a).toEqual({ id: expect.stringMatching(/^pol_[0-9a-z]{26}$/), version: 1, hash: jcsHash({ maxPerTransactionUsd: 100 }), active: false });
+    expect(a).toEqual({ id: expect.stringMatching(/^pol_[0-9a-z]{26}$/), version: 1, hash: policyHash({ maxPerTransactionUsd: 100 }), active: false });
     const b = await put(s, { maxPerTransactionUsd: 200 });
     expect(b.version).toBe(2);
     expect(b.id).not.toBe(a.id);
@@ -82,33 +105,53 @@ describe('GET and PUT /v1/policy', () => {
 });
 
 describe('policy hash', () => {
-  it('GIVEN bodies WHEN stored THEN the hash is sha256 of the RFC 8785 canonical JSON, stable across key order', async () => {
+  it('GIVEN a body WHEN stored THEN the hash is sha256 of the RFC 8785 canonical JSON of the normalized body', async () => {
     const s = await shop();
-    const body = { minReputationTier: 'standard', maxPerTransactionUsd: 250.5, allowedRails: ['x402', 'mock'], blockedAgents: ['é', 'z'], requireMandateOverUsd: null };
-    const reordered = { requireMandateOverUsd: null, blockedAgents: ['é', 'z'], allowedRails: ['x402', 'mock'], maxPerTransactionUsd: 250.5, minReputationTier: 'standard' };
-    const a = await put(s, body);
-    const b = await put(s, reordered);
-    expect(a.hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(a.hash).toBe(jcsHash(body));
-    expect(b.hash).toBe(a.hash);
-    // Array order is significant; values are too.
-    expect((await put(s, { ...body, allowedRails: ['mock', 'x402'] })).hash).not.toBe(a.hash);
-    expect((await put(s, { ...body, maxPerTransactionUsd: 250.25 })).hash).not.toBe(a.hash);
-    // Number spelling does not matter: 1e2 and 100.0 are both the number 100 (JCS serializes it once).
-    const spelled = await app.request('PUT', '/v1/policy', { key: s.key, rawBody: '{"body":{"maxPerTransactionUsd":1e2}}' });
-    expect(spelled.status, spelled.text).toBe(201);
-    expect(spelled.body.hash).toBe(jcsHash({ maxPerTransactionUsd: 100 }));
-    expect(createHash('sha256').update('{"maxPerTransactionUsd":100}').digest('hex')).toBe(spelled.body.hash);
+    const stored = await put(s, { maxPerTransactionUsd: 100 });
+    // Spelled out: every field with its default, keys in JCS (UTF-16) order.
+    const canonical =
+      '{"allowedRails":null,"blockedAgents":[],"forbiddenIntentKeywords":[],"holdForReviewBelowTier":"cautious",' +
+      '"maxPerAgentPerDayUsd":null,"maxPerTransactionUsd":100,"minReputationTier":"standard","ratePerAgentPerDay":null,' +
+      '"ratePerAgentPerHour":null,"requireMandateOverUsd":20,"requiredIntentMatch":false}';
+    expect(canonicalize(normalized({ maxPerTransactionUsd: 100 }))).toBe(canonical);
+    expect(stored.hash).toBe(createHash('sha256').update(canonical).digest('hex'));
   });
 
-  it('GIVEN a published policy WHEN read back THEN its body re-hashes to the stored hash (jsonb round trip)', async () => {
+  it('GIVEN bodies that differ only in key order, number spelling or spelled-out defaults WHEN stored THEN they hash the same', async () => {
+    const s = await shop();
+    const body = { minReputationTier: 'trusted', maxPerTransactionUsd: 250.5, allowedRails: ['x402', 'mock'], blockedAgents: ['é', 'z'], requireMandateOverUsd: null };
+    const reordered = { requireMandateOverUsd: null, blockedAgents: ['é', 'z'], allowedRails: ['x402', 'mock'], maxPerTransactionUsd: 250.5, minReputationTier: 'trusted' };
+    const a = await put(s, body);
+    expect(a.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(a.hash).toBe(policyHash(body));
+    expect((await put(s, reordered)).hash).toBe(a.hash);
+    // Spelling out a default, or leaving it out, is the same policy.
+    expect((await put(s, { ...body, holdForReviewBelowTier: 'cautious', forbiddenIntentKeywords: [] })).hash).toBe(a.hash);
+    expect((await put(s, {})).hash).toBe((await put(s, { ...DEFAULTS })).hash);
+    // 1e2 and 100 are one number (JCS serializes it once).
+    const spelled = await app.request('PUT', '/v1/policy', { key: s.key, rawBody: '{"body":{"maxPerTransactionUsd":1e2}}' });
+    expect(spelled.status, spelled.text).toBe(201);
+    expect(spelled.body.hash).toBe(policyHash({ maxPerTransactionUsd: 100 }));
+    // Array order and values are significant.
+    expect((await put(s, { ...body, allowedRails: ['mock', 'x402'] })).hash).not.toBe(a.hash);
+    expect((await put(s, { ...body, maxPerTransactionUsd: 250.25 })).hash).not.toBe(a.hash);
+    expect((await put(s, { ...body, requireMandateOverUsd: 20 })).hash).not.toBe(a.hash); // null (no limit) is not the default 20
+  });
+
+  it('GIVEN a body that is not a valid MerchantPolicy WHEN stored THEN it hashes as sent (it cannot be published)', async () => {
+    const s = await shop();
+    const bad = { maxPerTransactionUsd: 'lots', extra: { b: 1, a: 2 } };
+    expect((await put(s, bad)).hash).toBe(jcsHash(bad));
+  });
+
+  it('GIVEN a published policy WHEN read back THEN the body is as stored and re-hashes to the stored hash (jsonb round trip)', async () => {
     const s = await shop();
     const body = { maxPerTransactionUsd: 99.99, minReputationTier: 'trusted', forbiddenIntentKeywords: ['gift card', 'crypto'], requiredIntentMatch: false };
     const stored = await put(s, body);
     expect((await app.request('POST', '/v1/publish', { key: s.key })).status).toBe(200);
     const got = await app.request('GET', '/v1/policy', { key: s.key });
     expect(got.body).toEqual({ id: stored.id, version: 1, body, hash: stored.hash, active: true, note: null, created_at: expect.any(String) });
-    expect(jcsHash(got.body.body)).toBe(got.body.hash);
+    expect(policyHash(got.body.body)).toBe(got.body.hash);
   });
 });
 

@@ -106,13 +106,15 @@ export async function ordersOf(app: TestApp, sessionId: string) {
   );
 }
 
+type PrivateKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+
 /** A mandate issuer: an Ed25519 key whose JWKS is served over HTTP on 127.0.0.1. */
 export class MandateIssuer {
   private constructor(
     private readonly server: Server,
     readonly url: string,
     readonly kid: string,
-    private readonly privateKey: CryptoKey,
+    private readonly privateKey: PrivateKey,
   ) {}
 
   static async start(): Promise<MandateIssuer> {
@@ -125,7 +127,7 @@ export class MandateIssuer {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`;
-    return new MandateIssuer(server, url, kid, privateKey as CryptoKey);
+    return new MandateIssuer(server, url, kid, privateKey);
   }
 
   /** A compact JWS with header {alg: EdDSA, typ: svc-mandate+jws, kid}. */

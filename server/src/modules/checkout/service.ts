@@ -74,8 +74,10 @@ function chooseRail(m: MerchantRow, allowed: RailName[] | null, requested: RailN
   return first;
 }
 
-export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, body: CreateCheckoutBody): Promise<CheckoutCreated> {
+export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, input: CreateCheckoutBody): Promise<CheckoutCreated> {
   const { em } = ctx;
+  // A UUID is case-insensitive: one spelling per agent for the rate limit, idempotency and reputation.
+  const body: CreateCheckoutBody = { ...input, agent_id: input.agent_id.toLowerCase() };
   const requestHash = canonicalHash({ merchant: m.id, body });
   if (body.idempotency_key) {
     const replay = await findIdempotentCreate(em, body.agent_id, body.idempotency_key, requestHash);
@@ -177,7 +179,10 @@ export async function findSession(em: Em, m: Pick<MerchantRow, 'id'>, id: string
 /** The poll view of decisions.md (camelCase, unix seconds). */
 export function sessionView(s: SessionRow, now: Date, reviewNext?: string): SessionView {
   const expired = s.state === 'awaiting_payment' && now > s.expiresAt;
-  const state = expired ? 'expired' : s.state;
+  // A hold nobody reviewed in its window is rejected; the merchant's next approve/decline commits it.
+  const lapsed = s.state === 'held' && !!s.holdExpiresAt && now > s.holdExpiresAt;
+  const state = expired ? 'expired' : lapsed ? 'rejected' : s.state;
+  const verdict = s.verdict && lapsed ? { ...s.verdict, decision: 'reject' as const, reasonCodes: ['REVIEW_WINDOW_EXPIRED'] } : s.verdict;
   const view: SessionView = {
     id: s.id,
     merchantId: s.merchantId,
@@ -187,9 +192,7 @@ export function sessionView(s: SessionRow, now: Date, reviewNext?: string): Sess
     lines: s.lines.map((l) => ({ sku: l.sku, name: l.name, qty: l.qty, unitPrice: l.unitPrice, lineTotal: l.lineTotal })),
     total: totalOf(s),
     railName: s.rail,
-    verdict: s.verdict
-      ? { decision: s.verdict.decision, tier: s.verdict.tier as TrustTier, reasonCodes: s.verdict.reasonCodes, signals: s.verdict.signals }
-      : null,
+    verdict: verdict ? { decision: verdict.decision, tier: verdict.tier as TrustTier, reasonCodes: verdict.reasonCodes, signals: verdict.signals } : null,
     receipt: s.receiptJws ?? null,
     orderId: s.orderId ?? null,
     settlement: s.settlementRef ? { rail: s.rail, reference: s.settlementRef } : null,

@@ -137,6 +137,9 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
       const locked = await tx.findOneOrFail(CheckoutSessionEntity, { id: s.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
       if (TERMINAL.has(locked.state)) return replayOrConflict(locked, paymentHash);
       if (locked.state !== 'awaiting_payment') throw new ApiError('SESSION_EXPIRED');
+      // One gate at a time per (merchant, agent): velocity and daily caps count the agent's other
+      // sessions, so a concurrent settle must wait for this one to commit (row locks cover only this session).
+      await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`gate:${locked.merchantId}:${locked.agentId}`]);
       const reputation = await readReputation(tx, 'agent', locked.agentId);
       const tierNow = trustTier(mandate, reputation.known);
 

@@ -18,8 +18,16 @@ export function tierFor(score: number): ReputationTier {
 
 export const neutral = (): Reputation => ({ score: NEUTRAL_SCORE, tier: 'standard', known: false });
 
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The stored subject id: a UUID is case-insensitive, so one agent has one record however it is spelled. */
+export const subjectKey = (id: string) => (UUID_RE.test(id) ? id.toLowerCase() : id);
+
 export async function readReputation(em: Em, type: SubjectType, id: string): Promise<Reputation> {
-  const rows = await em.execute<Array<{ score: number }>>('select score from reputation where subject_type = ? and subject_id = ?', [type, id]);
+  const rows = await em.execute<Array<{ score: number }>>('select score from reputation where subject_type = ? and subject_id = ?', [
+    type,
+    subjectKey(id),
+  ]);
   const row = rows[0];
   if (!row) return neutral();
   const score = Number(row.score);
@@ -30,8 +38,9 @@ export async function readReputation(em: Em, type: SubjectType, id: string): Pro
  * Applies one outcome's delta at most once per (session, subject, outcome): the
  * reputation_events primary key makes a repeat a no-op, inside the caller's transaction.
  */
-export async function applyOutcome(tx: Em, sessionId: string, type: SubjectType, subjectId: string, outcome: Outcome): Promise<Reputation> {
+export async function applyOutcome(tx: Em, sessionId: string, type: SubjectType, subject: string, outcome: Outcome): Promise<Reputation> {
   const delta = DELTAS[outcome];
+  const subjectId = subjectKey(subject);
   const inserted = await tx.execute<Array<{ delta: number }>>(
     'insert into reputation_events (session_id, subject_type, subject_id, delta, reason) values (?, ?, ?, ?, ?) on conflict do nothing returning delta',
     [sessionId, type, subjectId, delta, outcome],

@@ -42,8 +42,19 @@ type EndpointRow = {
 
 const LOST_ERROR = 'the worker stopped before recording a result; the attempt was sent again after its lease expired';
 
-/** Claims up to `limit` due deliveries for `owner`, opening one attempt row each. */
-export async function claimDue(em: Em, box: SecretBox, owner: string, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+/**
+ * Claims up to `limit` due deliveries for `owner`, opening one attempt row each. Deliveries
+ * to disabled or deleted endpoints are canceled instead. A secret that cannot be opened
+ * (a changed SVC_MASTER_KEY) leaves its deliveries unclaimed and is reported to `onSecretError`.
+ */
+export async function claimDue(
+  em: Em,
+  box: SecretBox,
+  owner: string,
+  limit: number,
+  leaseMs: number,
+  onSecretError: (endpointId: string, err: unknown) => void = () => undefined,
+): Promise<ClaimedDelivery[]> {
   return em.transactional(async (tx) => {
     const due = await tx.execute<DueRow[]>(
       `select d.id, d.event_id, d.endpoint_id, d.attempt_count, (d.locked_until is not null) as leased
@@ -78,7 +89,7 @@ export async function claimDue(em: Em, box: SecretBox, owner: string, limit: num
     const bodyOf = new Map(bodies.map((b) => [b.id, b.body]));
 
     const now = new Date();
-    const secretsOf = new Map<string, string[]>();
+    const secretsOf = new Map<string, string[] | null>();
     const live: DueRow[] = [];
     const canceled: string[] = [];
     for (const d of due) {
@@ -88,13 +99,18 @@ export async function claimDue(em: Em, box: SecretBox, owner: string, limit: num
         continue;
       }
       if (!secretsOf.has(e.id)) {
-        const secrets = [box.open(e.secret_sealed, e.id)];
-        if (e.previous_secret_sealed && e.previous_secret_expires_at && new Date(e.previous_secret_expires_at) > now) {
-          secrets.push(box.open(e.previous_secret_sealed, e.id));
+        try {
+          const secrets = [box.open(e.secret_sealed, e.id)];
+          if (e.previous_secret_sealed && e.previous_secret_expires_at && new Date(e.previous_secret_expires_at) > now) {
+            secrets.push(box.open(e.previous_secret_sealed, e.id));
+          }
+          secretsOf.set(e.id, secrets);
+        } catch (err) {
+          secretsOf.set(e.id, null);
+          onSecretError(e.id, err);
         }
-        secretsOf.set(e.id, secrets);
       }
-      live.push(d);
+      if (secretsOf.get(e.id)) live.push(d);
     }
     if (canceled.length > 0) {
       await tx.execute(
@@ -131,64 +147,102 @@ export async function claimDue(em: Em, box: SecretBox, owner: string, limit: num
   });
 }
 
+export type RecordedAttempt = { claim: ClaimedDelivery; outcome: AttemptOutcome };
+
+const values = (rows: unknown[][]) => rows.map((r) => `(${r.map(() => '?').join(', ')})`).join(', ');
+
 /**
- * Records one attempt's outcome and moves the delivery on: succeeded, rescheduled per the
- * section 6 table (times `retryScale`) from enqueue, or permanently failed after the
- * seventh attempt. Updates the endpoint's health (pending -> enabled on a 2xx; disabled
- * after five days of only failures). The delivery update is fenced by `lock_owner`, so a
- * worker whose lease was taken over cannot overwrite the new owner's state.
+ * Records attempt outcomes in one short transaction (a worker batches the outcomes that
+ * finish while its previous batch commits) and moves each delivery on: succeeded,
+ * rescheduled per the section 6 table (times `retryScale`) from enqueue, or permanently
+ * failed after the seventh attempt. Delivery updates are fenced by `lock_owner`, so a
+ * worker whose lease was taken over cannot overwrite the new owner's state. Endpoint
+ * health follows each endpoint's latest outcome: pending -> enabled on a 2xx, disabled
+ * once its failures started more than five days ago.
  */
-export async function recordAttempt(em: Em, owner: string, c: ClaimedDelivery, outcome: AttemptOutcome, retryScale: number): Promise<void> {
+export async function recordAttempts(em: Em, owner: string, items: RecordedAttempt[], retryScale: number): Promise<void> {
+  if (items.length === 0) return;
   await em.transactional(async (tx) => {
+    const attemptRows = items.map(({ claim, outcome }) => [
+      claim.attemptId,
+      outcome.ok ? 'succeeded' : 'failed',
+      outcome.responseStatus,
+      outcome.durationMs,
+      outcome.error?.slice(0, 1000) ?? null,
+    ]);
     await tx.execute(
-      `update webhook_attempts set status = ?, response_status = ?, duration_ms = ?, error = ?, completed_at = now() where id = ?`,
-      [outcome.ok ? 'succeeded' : 'failed', outcome.responseStatus, outcome.durationMs, outcome.error?.slice(0, 1000) ?? null, c.attemptId],
+      `update webhook_attempts a
+       set status = v.status, response_status = v.response_status::int, duration_ms = v.duration_ms::int, error = v.error, completed_at = now()
+       from (values ${values(attemptRows)}) as v(id, status, response_status, duration_ms, error)
+       where a.id = v.id`,
+      attemptRows.flat(),
     );
-    if (outcome.ok) {
+
+    const succeeded = items.filter((i) => i.outcome.ok).map((i) => [i.claim.deliveryId, i.claim.attemptNumber]);
+    const exhausted = items.filter((i) => !i.outcome.ok && i.claim.attemptNumber >= MAX_ATTEMPTS).map((i) => [i.claim.deliveryId, i.claim.attemptNumber]);
+    const retried = items
+      .filter((i) => !i.outcome.ok && i.claim.attemptNumber < MAX_ATTEMPTS)
+      .map((i) => [i.claim.deliveryId, i.claim.attemptNumber, RETRY_SCHEDULE_MS[i.claim.attemptNumber]! * retryScale]);
+    if (succeeded.length > 0) {
       await tx.execute(
-        `update webhook_deliveries set status = 'succeeded', attempt_count = ?, completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
-         where id = ? and lock_owner = ?`,
-        [c.attemptNumber, c.deliveryId, owner],
+        `update webhook_deliveries d
+         set status = 'succeeded', attempt_count = v.n::int, completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
+         from (values ${values(succeeded)}) as v(id, n)
+         where d.id = v.id::bigint and d.lock_owner = ?`,
+        [...succeeded.flat(), owner],
       );
+    }
+    if (exhausted.length > 0) {
+      await tx.execute(
+        `update webhook_deliveries d
+         set status = 'failed', attempt_count = v.n::int, completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
+         from (values ${values(exhausted)}) as v(id, n)
+         where d.id = v.id::bigint and d.lock_owner = ?`,
+        [...exhausted.flat(), owner],
+      );
+    }
+    if (retried.length > 0) {
+      await tx.execute(
+        `update webhook_deliveries d
+         set attempt_count = v.n::int, next_attempt_at = d.enqueued_at + v.delay_ms::double precision * interval '1 millisecond', locked_until = null, lock_owner = null
+         from (values ${values(retried)}) as v(id, n, delay_ms)
+         where d.id = v.id::bigint and d.lock_owner = ?`,
+        [...retried.flat(), owner],
+      );
+    }
+
+    const latest = new Map<string, boolean>();
+    for (const i of items) latest.set(i.claim.endpointId, i.outcome.ok);
+    const healthy = [...latest].filter(([, ok]) => ok).map(([id]) => id);
+    const failing = [...latest].filter(([, ok]) => !ok).map(([id]) => id);
+    if (healthy.length > 0) {
       // Skip the write when nothing would change, so busy endpoints do not serialize workers on one row.
       await tx.execute(
         `update webhook_endpoints
          set status = case when status = 'pending' then 'enabled' else status end,
              failing_since = null, last_success_at = now()
-         where id = ? and (status = 'pending' or failing_since is not null or last_success_at is null or last_success_at < now() - interval '1 minute')`,
-        [c.endpointId],
-      );
-      return;
-    }
-    if (c.attemptNumber >= MAX_ATTEMPTS) {
-      await tx.execute(
-        `update webhook_deliveries set status = 'failed', attempt_count = ?, completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
-         where id = ? and lock_owner = ?`,
-        [c.attemptNumber, c.deliveryId, owner],
-      );
-    } else {
-      const delayMs = RETRY_SCHEDULE_MS[c.attemptNumber]! * retryScale;
-      await tx.execute(
-        `update webhook_deliveries set attempt_count = ?, next_attempt_at = enqueued_at + ? * interval '1 millisecond', locked_until = null, lock_owner = null
-         where id = ? and lock_owner = ?`,
-        [c.attemptNumber, delayMs, c.deliveryId, owner],
+         where id in (?) and (status = 'pending' or failing_since is not null or last_success_at is null or last_success_at < now() - interval '1 minute')`,
+        [healthy],
       );
     }
-    const [endpoint] = await tx.execute<Array<{ status: string }>>(
-      `update webhook_endpoints
-       set failing_since = coalesce(failing_since, now()),
-           status = case when failing_since <= now() - interval '${AUTO_DISABLE_AFTER}' then 'disabled' else status end,
-           disabled_reason = case when failing_since <= now() - interval '${AUTO_DISABLE_AFTER}' and status <> 'disabled' then 'failing' else disabled_reason end
-       where id = ?
-       returning status`,
-      [c.endpointId],
-    );
-    if (endpoint?.status === 'disabled') {
-      await tx.execute(
-        `update webhook_deliveries set status = 'canceled', completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
-         where endpoint_id = ? and status = 'pending' and lock_owner is null`,
-        [c.endpointId],
+    if (failing.length > 0) {
+      const disabled = await tx.execute<Array<{ id: string }>>(
+        `update webhook_endpoints
+         set failing_since = coalesce(failing_since, now()),
+             status = case when failing_since <= now() - interval '${AUTO_DISABLE_AFTER}' then 'disabled' else status end,
+             disabled_reason = case when failing_since <= now() - interval '${AUTO_DISABLE_AFTER}' and status <> 'disabled' then 'failing' else disabled_reason end
+         where id in (?)
+         returning id, status`,
+        [failing],
       );
+      const off = disabled.filter((e) => (e as { status?: string }).status === 'disabled').map((e) => e.id);
+      if (off.length > 0) {
+        await tx.execute(
+          `update webhook_deliveries set status = 'canceled', completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
+           where endpoint_id in (?) and status = 'pending' and lock_owner is null`,
+          [off],
+        );
+      }
     }
   });
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Services } from '../../services.js';
-import { createAgents, postWebhook, WEBHOOK_TIMEOUT_MS, WEBHOOK_USER_AGENT, type Agents } from './deliver.js';
-import { claimDue, extendLeases, recordAttempt, releaseClaims, type ClaimedDelivery } from './queue.js';
+import { createAgents, postWebhook, WEBHOOK_TIMEOUT_MS, WEBHOOK_USER_AGENT, type Agents, type AttemptOutcome } from './deliver.js';
+import { claimDue, extendLeases, MAX_ATTEMPTS, recordAttempts, releaseClaims, type ClaimedDelivery, type RecordedAttempt } from './queue.js';
 import { signatureHeader } from './signature.js';
 import { onWake } from './wake.js';
 
@@ -33,16 +33,26 @@ export type WebhookWorker = {
 
 type Held = { claim: ClaimedDelivery; started: boolean; dropped: boolean };
 
+/** Most outcomes recorded by one transaction. */
+const RECORD_BATCH = 200;
+/**
+ * Outcomes wait this long to share a transaction. It delays only the bookkeeping (the
+ * receiver already has the request), and on embedded PGlite, whose queries run on the
+ * event loop, it is what lets several outcomes share one commit.
+ */
+const RECORD_LINGER_MS = 10;
+
 /**
  * Delivers webhooks from the queue until stopped. Any number of workers (in one process or
- * many, on one database) may run: claims use row locks with SKIP LOCKED. Deliveries of one
- * endpoint held by this worker are sent one after another in enqueue order; different
- * endpoints are served in parallel.
+ * many, on one database) may run: claims use row locks with SKIP LOCKED and a lease.
+ * Deliveries of one endpoint held by this worker are sent one after another in enqueue
+ * order; different endpoints are served in parallel. Outcomes are recorded in batches:
+ * those that finish while the previous batch commits go into the next transaction.
  */
 export function startWebhookWorker(services: Services, opts: WebhookWorkerOptions = {}): WebhookWorker {
   const pollIntervalMs = opts.pollIntervalMs ?? 500;
   const batchSize = opts.batchSize ?? 50;
-  const maxInFlight = opts.maxInFlight ?? 200;
+  const maxInFlight = opts.maxInFlight ?? 400;
   const leaseMs = opts.leaseMs ?? 30_000;
   const timeoutMs = opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
   const retryScale = services.config.SVC_WEBHOOK_RETRY_SCALE;
@@ -50,9 +60,15 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
   const log = services.log.child({ worker: owner });
   const agents: Agents = createAgents();
   const kill = new AbortController();
+  const em = () => services.orm.em.fork();
 
+  /** Claimed and not yet recorded (or handed back): the leases the heartbeat keeps. */
   const held = new Map<string, Held>();
+  /** Per endpoint, the tail of its sequential sends. */
   const chains = new Map<string, Promise<void>>();
+  const outcomes: RecordedAttempt[] = [];
+  let recording: Promise<void> | null = null;
+  let linger: NodeJS.Timeout | null = null;
   let running = true;
   let killed = false;
   let wakeUp: (() => void) | null = null;
@@ -76,14 +92,54 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
       wakeUp = done;
     });
 
-  const em = () => services.orm.em.fork();
+  /** Claims resume once a whole batch fits again, not for every slot freed. */
+  const claimThreshold = Math.min(batchSize, maxInFlight);
+  function release(deliveryId: string) {
+    const before = held.size;
+    held.delete(deliveryId);
+    if (before > maxInFlight - claimThreshold && held.size <= maxInFlight - claimThreshold) wake();
+  }
+
+  function scheduleRecording() {
+    if (recording || linger || outcomes.length === 0 || killed) return;
+    if (outcomes.length >= RECORD_BATCH) return flushOutcomes();
+    linger = setTimeout(flushOutcomes, RECORD_LINGER_MS);
+  }
+
+  /** Records queued outcomes, one transaction at a time, until none are left. */
+  function flushOutcomes() {
+    if (linger) clearTimeout(linger);
+    linger = null;
+    if (recording || outcomes.length === 0 || killed) return;
+    recording = (async () => {
+      while (outcomes.length > 0 && !killed) {
+        const batch = outcomes.splice(0, RECORD_BATCH);
+        try {
+          await recordAttempts(em(), owner, batch, retryScale);
+          for (const { claim, outcome } of batch) {
+            if (!outcome.ok && claim.attemptNumber >= MAX_ATTEMPTS) {
+              log.warn({ event_id: claim.eventId, endpoint_id: claim.endpointId, error: outcome.error }, 'webhook delivery failed permanently');
+            }
+          }
+        } catch (err) {
+          // Unrecorded attempts keep their lease until it runs out; then another claim sends them again (at least once).
+          log.error({ err, attempts: batch.length }, 'could not record webhook attempts');
+        }
+        if (killed) return;
+        for (const { claim } of batch) release(claim.deliveryId);
+      }
+    })().finally(() => {
+      recording = null;
+      scheduleRecording();
+    });
+  }
 
   async function deliverOne(h: Held): Promise<void> {
     if (h.dropped || killed) return;
     h.started = true;
     const c = h.claim;
     const t = Math.floor(Date.now() / 1000);
-    const outcome = await postWebhook(
+    const outcome: AttemptOutcome = await postWebhook(
       {
         url: c.url,
         body: c.body,
@@ -99,18 +155,10 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
         signal: kill.signal,
       },
       agents,
-    );
+    ).catch((err: unknown) => ({ ok: false, responseStatus: null, durationMs: 0, error: `could not send: ${String(err)}` }));
     if (killed) return;
-    try {
-      await recordAttempt(em(), owner, c, outcome, retryScale);
-      log.debug({ event_id: c.eventId, endpoint_id: c.endpointId, attempt: c.attemptNumber, ok: outcome.ok, status: outcome.responseStatus, ms: outcome.durationMs }, 'webhook attempt');
-      if (!outcome.ok && c.attemptNumber >= 7) {
-        log.warn({ event_id: c.eventId, endpoint_id: c.endpointId, error: outcome.error }, 'webhook delivery failed permanently');
-      }
-    } catch (err) {
-      // The lease runs out and another claim sends the attempt again (at least once).
-      log.error({ err, event_id: c.eventId, endpoint_id: c.endpointId }, 'could not record a webhook attempt');
-    }
+    outcomes.push({ claim: c, outcome });
+    scheduleRecording();
   }
 
   function dispatch(claims: ClaimedDelivery[]) {
@@ -122,9 +170,7 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
         .then(() => deliverOne(h))
         .catch((err: unknown) => log.error({ err }, 'webhook delivery crashed'))
         .finally(() => {
-          held.delete(claim.deliveryId);
           if (chains.get(claim.endpointId) === next) chains.delete(claim.endpointId);
-          if (held.size === maxInFlight - 1) wake();
         });
       chains.set(claim.endpointId, next);
     }
@@ -136,9 +182,11 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
       wakePending = false;
       const room = Math.min(batchSize, maxInFlight - held.size);
       let claimed = 0;
-      if (room > 0) {
+      if (room >= claimThreshold) {
         try {
-          const claims = await claimDue(em(), services.box, owner, room, leaseMs);
+          const claims = await claimDue(em(), services.box, owner, room, leaseMs, (endpointId, err) =>
+            log.error({ err, endpoint_id: endpointId }, 'cannot open a webhook secret (was SVC_MASTER_KEY changed?); its deliveries wait'),
+          );
           failures = 0;
           claimed = claims.length;
           if (killed) return;
@@ -155,17 +203,22 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
     }
   }
 
-  const heartbeat = setInterval(() => {
-    if (held.size === 0 || killed) return;
-    extendLeases(em(), owner, leaseMs).catch((err: unknown) => log.error({ err }, 'webhook lease renewal failed'));
-  }, Math.max(50, Math.floor(leaseMs / 3)));
+  const heartbeat = setInterval(
+    () => {
+      if (held.size === 0 || killed) return;
+      extendLeases(em(), owner, leaseMs).catch((err: unknown) => log.error({ err }, 'webhook lease renewal failed'));
+    },
+    Math.max(50, Math.floor(leaseMs / 3)),
+  );
   heartbeat.unref();
 
   const looping = loop();
   log.info({ pollIntervalMs, leaseMs }, 'webhook worker started');
 
-  let stopping: Promise<void> | null = null;
-  const shutdown = (mode: 'stop' | 'kill') => (stopping ??= halt(mode));
+  async function drainRecording() {
+    flushOutcomes();
+    while (recording) await recording;
+  }
 
   async function halt(mode: 'stop' | 'kill') {
     running = false;
@@ -177,11 +230,13 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
       clearInterval(heartbeat);
       await looping;
       await Promise.allSettled([...chains.values()]);
+      await drainRecording();
     } else {
       await looping;
       const unsent = [...held.values()].filter((h) => !h.started);
       for (const h of unsent) h.dropped = true;
       await Promise.allSettled([...chains.values()]);
+      await drainRecording();
       clearInterval(heartbeat);
       await releaseClaims(
         em(),
@@ -193,6 +248,9 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
     agents.https.destroy();
     log.info({ mode }, 'webhook worker stopped');
   }
+
+  let stopping: Promise<void> | null = null;
+  const shutdown = (mode: 'stop' | 'kill') => (stopping ??= halt(mode));
 
   return {
     owner,

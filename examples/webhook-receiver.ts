@@ -1,0 +1,53 @@
+/**
+ * Webhook receiver: verifies the Svc-Signature on the raw body, dedupes by event id, and
+ * fulfils on order.settled.
+ *
+ *   SVC_WEBHOOK_SECRET=whsec_... PORT=4242 npx tsx examples/webhook-receiver.ts
+ *
+ * Delivery is at least once: the same event id can arrive again (a retry, a replay), so
+ * fulfilment keys on the event id (and the order id). This example keeps seen ids in memory;
+ * a real receiver stores them with the fulfilment in one transaction.
+ * Every handled delivery is printed as one JSON line.
+ */
+import express from 'express';
+import { verifyWebhook } from '@svc/sdk/webhooks';
+
+const secret = process.env.SVC_WEBHOOK_SECRET;
+if (!secret) {
+  console.error('set SVC_WEBHOOK_SECRET (the whsec_ secret returned when the endpoint was created)');
+  process.exit(1);
+}
+const port = Number(process.env.PORT ?? '4242');
+
+type OrderEvent = { id: string; type: string; livemode: boolean; data: { object: { id: string; session_id: string; total?: { total: string; currency: string } } } };
+
+const seen = new Set<string>();
+const app = express();
+
+// The signature covers the exact bytes sent: read the body raw, never re-serialize it.
+app.post('/webhooks', express.raw({ type: 'application/json', limit: '1mb' }), (req, res) => {
+  const raw = req.body as Buffer;
+  const check = verifyWebhook(raw, req.header('svc-signature'), secret);
+  if (!check.ok) {
+    console.log(JSON.stringify({ rejected: check.reason }));
+    res.status(400).json({ error: check.reason });
+    return;
+  }
+  const event = JSON.parse(raw.toString('utf8')) as OrderEvent;
+  const duplicate = seen.has(event.id);
+  seen.add(event.id);
+  if (!duplicate && event.type === 'order.settled') {
+    // Fulfil here: ship the goods, grant access. order.settled is the only "go" signal.
+  }
+  console.log(
+    JSON.stringify({ received: event.type, event_id: event.id, order_id: event.data.object.id, delivery_id: req.header('svc-delivery-id') ?? null, duplicate }),
+  );
+  res.status(200).json({ received: true, duplicate });
+});
+
+const server = app.listen(port, '127.0.0.1', () => {
+  console.log(JSON.stringify({ listening: `http://127.0.0.1:${port}/webhooks` }));
+});
+const stop = () => server.close(() => process.exit(0));
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,72 @@
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import type { Merchant, Order, WebhookEndpointWithSecret } from '@svc/contract';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import {
+  AgentClient,
+  MerchantClient,
+  type AcceptedOutcome,
+  type HeldOutcome,
+  type ListIterator,
+  type MerchantHandle,
+  type ResolvedOutcome,
+  type SettleOutcome,
+} from '../src/index.js';
+
+// These checks run in `npx tsc -p tsconfig.json`: each @ts-expect-error line must fail to
+// compile, so a wrong body or a wrong result type breaks the build. The functions are never
+// called, so nothing reaches a server.
+const svc = new MerchantClient({ apiKey: 'svc_test_typecheck', baseUrl: 'http://127.0.0.1:1' });
+
+function wrongBodiesDoNotCompile() {
+  // @ts-expect-error slug must be a string
+  void svc.merchants.create({ slug: 1, name: 'x', domain: 'x.example.com', receiving: {} });
+  // @ts-expect-error receiving is required
+  void svc.merchants.create({ slug: 'x', name: 'x', domain: 'x.example.com' });
+  // @ts-expect-error unknown field (the contract's schemas are strict)
+  void svc.merchants.update('mrch_x', { slug: 'cannot-change' });
+  // @ts-expect-error price.amount is a decimal string, never a number
+  void svc.catalog.create({ sku: 'a', name: 'A', price: { amount: 4.5, currency: 'USD' } });
+  // @ts-expect-error merchant_id belongs to the options, not to a made-up key
+  void svc.catalog.list({ merchantId: 'mrch_x' });
+  // @ts-expect-error not an event type
+  void svc.webhooks.endpoints.create({ url: 'https://x.example.com', enabled_events: ['order.shipped'] });
+  // @ts-expect-error the policy body must be an object
+  void svc.policy.put({ body: 'STRICT' });
+  // @ts-expect-error qty is a number
+  void ({} as MerchantHandle).checkout([{ sku: 'coffee', qty: '1' }]);
+  // @ts-expect-error the mandate type is one of svc, ap2, acp, none
+  void ({} as MerchantHandle).checkout([{ sku: 'coffee', qty: 1 }], { mandate: { type: 'jwt' } });
+}
+
+function outcomesNarrow(outcome: SettleOutcome) {
+  if (outcome.status === 'accepted') {
+    expectTypeOf(outcome.receipt).toEqualTypeOf<string>();
+    // @ts-expect-error an accepted outcome has no review_url
+    void outcome.review_url;
+  } else if (outcome.status === 'hold') {
+    expectTypeOf(outcome.review_url).toEqualTypeOf<string>();
+    expectTypeOf(outcome.waitForResolution).returns.resolves.toEqualTypeOf<ResolvedOutcome>();
+  } else {
+    expectTypeOf(outcome.reason_codes).toEqualTypeOf<string[]>();
+  }
+}
+
+describe('types inferred from the contract', () => {
+  it('GIVEN the merchant client WHEN inspecting method types THEN bodies and results are the contract types', () => {
+    expectTypeOf(svc.merchants.get).returns.resolves.toEqualTypeOf<Merchant>();
+    expectTypeOf(svc.merchants.list).returns.toEqualTypeOf<ListIterator<Merchant, { data: Merchant[]; has_more: boolean; next_cursor: string | null }>>();
+    expectTypeOf(svc.orders.list).returns.toEqualTypeOf<ListIterator<Order, { data: Order[]; has_more: boolean; next_cursor: string | null }>>();
+    expectTypeOf(svc.webhooks.endpoints.create).returns.resolves.toEqualTypeOf<WebhookEndpointWithSecret>();
+    expectTypeOf(svc.catalog.remove).returns.resolves.toEqualTypeOf<void>();
+    expectTypeOf(svc.livemode).toEqualTypeOf<boolean>();
+    expectTypeOf<HeldOutcome['status']>().toEqualTypeOf<'hold'>();
+    expectTypeOf<AcceptedOutcome['fulfillment']>().toEqualTypeOf<{ rail: string; reference: string }>();
+    expectTypeOf<SettleOutcome['status']>().toEqualTypeOf<'accepted' | 'hold' | 'payment_invalid' | 'rejected'>();
+
+    const agent = new AgentClient({ account: privateKeyToAccount(generatePrivateKey()) });
+    expectTypeOf(agent.discover).returns.resolves.toEqualTypeOf<MerchantHandle>();
+    expect(typeof wrongBodiesDoNotCompile).toBe('function');
+    expect(typeof outcomesNarrow).toBe('function');
+    expect(agent.agentId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});

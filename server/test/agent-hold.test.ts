@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentId, newBuyer, publishedMerchant } from './helpers/agent.js';
+import { eventTypes, openSession, ordersOf, payX402, poll, settle, verifyReceipt, type Session } from './helpers/agent-protocol.js';
+import { expectError } from './helpers/foundation.js';
+import { TestApp, type TestKey } from './helpers/harness.js';
+
+let app: TestApp;
+let shop: Awaited<ReturnType<typeof publishedMerchant>>;
+beforeAll(async () => {
+  app = await TestApp.start();
+  // Unknown agents are `cautious`, strictly below `standard`: they are held.
+  shop = await publishedMerchant(app, { policy: { holdForReviewBelowTier: 'standard', requireMandateOverUsd: null } });
+});
+afterAll(async () => app?.stop());
+
+const reputationOf = async (agent: string) => (await app.request('GET', `/v1/reputation/agent/${agent}`)).body;
+
+/** Opens and settles a session for a new agent: it is held. */
+async function heldSession(): Promise<{ s: Session; agent: string; res: Awaited<ReturnType<typeof payX402>>['res']; payment: unknown }> {
+  const agent = agentId();
+  const s = await openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }], { agent_id: agent });
+  const { res, payment } = await payX402(app, shop.base, s, newBuyer());
+  return { s, agent, res, payment };
+}
+
+describe('hold for review', () => {
+  it('GIVEN a new agent under holdForReviewBelowTier standard WHEN it settles THEN 202 hold with a review url and the poll call, an order.held event, and the poll shows held', async () => {
+    const { s, agent, res, payment } = await heldSession();
+    expect(res.status, res.text).toBe(202);
+    expect(Object.keys(res.body).sort()).toEqual(['error_human', 'next', 'reason_codes', 'review_url', 'status']);
+    expect(res.body).toMatchObject({
+      status: 'hold',
+      review_url: `${app.baseUrl}/v1/sessions/${s.id}`,
+      reason_codes: ['HOLD_FOR_REVIEW'],
+      next: `GET ${shop.base}/agent/checkout/${s.id}`,
+    });
+    expect(res.body.error_human.length).toBeGreaterThan(0);
+
+    const [order] = await ordersOf(app, s.id);
+    expect(order).toMatchObject({ decision: 'hold', trust_tier: 'cautious', settlement_ref: null });
+    expect(await eventTypes(app, s.id)).toEqual(['order.held']);
+
+    const view = await poll(app, shop.base, s.id);
+    expect(view.body).toMatchObject({ state: 'held', orderId: order!.id, receipt: null, verdict: { decision: 'hold', tier: 'cautious', reasonCodes: ['HOLD_FOR_REVIEW'] } });
+    expect(view.body.next).toBe(res.body.next);
+    expect(view.body.paymentRequired).toBeUndefined();
+
+    // The hold is terminal for the agent: the same payment replays it, another is 409.
+    const again = await settle(app, shop.base, s.id, payment);
+    expect(again.status).toBe(202);
+    expect(again.text).toBe(res.text);
+    expectError((await payX402(app, shop.base, s, newBuyer())).res, 409, 'SESSION_ALREADY_SETTLED');
+    // A hold is neutral for reputation (the agent becomes known at 500).
+    expect(await reputationOf(agent)).toMatchObject({ score: 500 });
+
+    // The merchant's feed shows it as held.
+    const feed = await app.request('GET', `/v1/orders?merchant_id=${shop.merchant.id}`, { key: shop.key });
+    expect(feed.body.data.find((o: any) => o.session_id === s.id)).toMatchObject({ decision: 'hold', trust_tier: 'cautious' });
+    // The review url is readable with an orders:read key.
+    const review = await app.request('GET', `/v1/sessions/${s.id}`, { key: shop.key });
+    expect(review.status).toBe(200);
+    expect(review.body).toMatchObject({ id: s.id, state: 'held' });
+  });
+
+  it('GIVEN a held session WHEN the merchant approves it THEN 200 with a verifiable receipt, the session accepted, the order accepted and the settle events', async () => {
+    const { s, agent, payment } = await heldSession();
+    const approved = await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key });
+    expect(approved.status, approved.text).toBe(200);
+    expect(approved.body).toMatchObject({ status: 'accepted', order_id: expect.stringMatching(/^ord_/), fulfillment: { rail: 'x402', reference: expect.stringMatching(/^0x[0-9a-f]{64}$/) } });
+    const { header, claims } = await verifyReceipt(app, shop.base, approved.body.receipt);
+    expect(header.kid).toBe(shop.merchant.receipt_kid);
+    expect(claims).toMatchObject({ sessionId: s.id, orderId: approved.body.order_id, decision: 'accept', agentId: agent, settlementRef: approved.body.fulfillment.reference });
+
+    const [order] = await ordersOf(app, s.id);
+    expect(order).toMatchObject({ id: approved.body.order_id, decision: 'accept', settlement_ref: approved.body.fulfillment.reference });
+    expect(await eventTypes(app, s.id)).toEqual(['order.held', 'order.accepted', 'order.settled']);
+    const view = await poll(app, shop.base, s.id);
+    expect(view.body).toMatchObject({ state: 'accepted', receipt: approved.body.receipt, orderId: order!.id });
+    expect((await reputationOf(agent)).score).toBe(510);
+
+    // The agent's original payment now replays the acceptance.
+    const replay = await settle(app, shop.base, s.id, payment);
+    expect(replay.status).toBe(200);
+    expect(replay.body.receipt).toBe(approved.body.receipt);
+
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key }), 409, 'SESSION_NOT_HELD');
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/decline`, { key: shop.key }), 409, 'SESSION_NOT_HELD');
+    expect(await ordersOf(app, s.id)).toHaveLength(1);
+  });
+
+  it('GIVEN a held session WHEN approve and decline race THEN exactly one wins and the events follow the winner', async () => {
+    const { s } = await heldSession();
+    const [approve, decline] = await Promise.all([
+      app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key }),
+      app.request('POST', `/v1/sessions/${s.id}/decline`, { key: shop.key }),
+    ]);
+    expect([approve.status, decline.status].sort()).toEqual([200, 409]);
+    const events = await eventTypes(app, s.id);
+    if (approve.status === 200) expect(events).toEqual(['order.held', 'order.accepted', 'order.settled']);
+    else expect(events).toEqual(['order.held', 'order.rejected']);
+    expect(await ordersOf(app, s.id)).toHaveLength(1);
+  });
+
+  it('GIVEN a held session WHEN the merchant declines it THEN the session is rejected, the order rejected with an order.rejected event', async () => {
+    const { s, agent, payment } = await heldSession();
+    const declined = await app.request('POST', `/v1/sessions/${s.id}/decline`, { key: shop.key });
+    expect(declined.status, declined.text).toBe(200);
+    const [order] = await ordersOf(app, s.id);
+    expect(declined.body).toEqual({ status: 'rejected', session_id: s.id, order_id: order!.id });
+    expect(order!.decision).toBe('reject');
+    expect(await eventTypes(app, s.id)).toEqual(['order.held', 'order.rejected']);
+    const view = await poll(app, shop.base, s.id);
+    expect(view.body).toMatchObject({ state: 'rejected', receipt: null, verdict: { decision: 'reject', reasonCodes: ['MERCHANT_DECLINED'] } });
+    expect((await reputationOf(agent)).score).toBe(485);
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key }), 409, 'SESSION_NOT_HELD');
+    // The agent's payment now replays the merchant's decision.
+    const replay = await settle(app, shop.base, s.id, payment);
+    expect(replay.status).toBe(403);
+    expect(replay.body).toEqual({ status: 'rejected', reason_codes: ['MERCHANT_DECLINED'], error_human: expect.any(String) });
+  });
+
+  it('GIVEN a held session WHEN a key without orders:write, a key of another project or of the other mode resolves it THEN 403 INSUFFICIENT_SCOPE or 404, and it stays held', async () => {
+    const { s } = await heldSession();
+    const readOnly: TestKey = await app.key('test', { projectId: shop.key.projectId, scopes: ['orders:read'] });
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: readOnly }), 403, 'INSUFFICIENT_SCOPE');
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/decline`, { key: readOnly }), 403, 'INSUFFICIENT_SCOPE');
+    const stranger = await app.key('test');
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: stranger }), 404, 'NOT_FOUND');
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/decline`, { key: stranger }), 404, 'NOT_FOUND');
+    expectError(await app.request('GET', `/v1/sessions/${s.id}`, { key: stranger }), 404, 'NOT_FOUND');
+    const live = await app.key('live', { projectId: shop.key.projectId });
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: live }), 404, 'NOT_FOUND');
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`), 401, 'UNAUTHENTICATED');
+    expect((await poll(app, shop.base, s.id)).body.state).toBe('held');
+    expect(await eventTypes(app, s.id)).toEqual(['order.held']);
+  });
+
+  it('GIVEN a session that is not held WHEN the merchant approves it THEN 409 SESSION_NOT_HELD', async () => {
+    const s = await openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }]);
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key }), 409, 'SESSION_NOT_HELD');
+    expect((await poll(app, shop.base, s.id)).body.state).toBe('awaiting_payment');
+  });
+
+  it("GIVEN a held session WHEN the merchant approves after the buyer's authorization expired THEN 402 CAPTURE_FAILED and the session stays held for a decline", async () => {
+    const { s } = await heldSession();
+    const realNow = app.services.now;
+    // signPayment authorizes for 300 s; review takes longer.
+    const later = new Date(Date.now() + 400_000);
+    app.services.now = () => later;
+    try {
+      expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key }), 402, 'CAPTURE_FAILED');
+    } finally {
+      app.services.now = realNow;
+    }
+    expect((await poll(app, shop.base, s.id)).body.state).toBe('held');
+    expect((await ordersOf(app, s.id))[0]!.decision).toBe('hold');
+    expect(await eventTypes(app, s.id)).toEqual(['order.held']);
+    expect((await app.request('POST', `/v1/sessions/${s.id}/decline`, { key: shop.key })).status).toBe(200);
+  });
+
+  it('GIVEN a held session nobody reviews WHEN the 24 h review window passes THEN the poll shows it rejected and a late approval is 409, recording the rejection', async () => {
+    const { s, agent } = await heldSession();
+    const realNow = app.services.now;
+    const later = new Date(Date.now() + 24 * 3600_000 + 60_000);
+    app.services.now = () => later;
+    try {
+      const view = await poll(app, shop.base, s.id);
+      expect(view.body).toMatchObject({ state: 'rejected', verdict: { decision: 'reject', reasonCodes: ['REVIEW_WINDOW_EXPIRED'] } });
+      expect(view.body.next).toBeUndefined();
+      expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key }), 409, 'SESSION_NOT_HELD');
+    } finally {
+      app.services.now = realNow;
+    }
+    expect((await poll(app, shop.base, s.id)).body).toMatchObject({ state: 'rejected', verdict: { reasonCodes: ['REVIEW_WINDOW_EXPIRED'] } });
+    expect((await ordersOf(app, s.id))[0]!.decision).toBe('reject');
+    expect(await eventTypes(app, s.id)).toEqual(['order.held', 'order.rejected']);
+    expect((await reputationOf(agent)).score).toBe(485);
+  });
+
+  it('GIVEN a known agent (standard) WHEN it settles under the same policy THEN it is not held', async () => {
+    const { agent } = await heldSession();
+    const s = await openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }], { agent_id: agent });
+    const { res } = await payX402(app, shop.base, s, newBuyer());
+    expect(res.status, res.text).toBe(200);
+  });
+});
