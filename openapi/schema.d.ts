@@ -1807,7 +1807,7 @@ export interface operations {
             query?: {
                 /** @description Defaults to the project's default merchant in the key's mode. */
                 merchant_id?: string;
-                /** @description true: only available items. */
+                /** @description true: only available items; false: only retired (unavailable) items. */
                 available?: "true" | "false";
             };
             header?: never;

@@ -65,7 +65,7 @@ export const catalogContract = c.router({
     method: 'GET',
     path: '/v1/catalog',
     query: MerchantIdQuery.extend({
-      available: z.enum(['true', 'false']).optional().describe('true: only available items.'),
+      available: z.enum(['true', 'false']).optional().describe('true: only available items; false: only retired (unavailable) items.'),
     }).strict(),
     responses: { 200: z.object({ items: z.array(CatalogItem) }), ...keyErrors },
     summary: 'List catalog items, ordered by category then name',

@@ -29,7 +29,7 @@ async function main() {
   const app = buildApp(services);
   const server: Server = app.listen(config.PORT, config.HOST, () => {
     const where = config.DATABASE_URL ? 'postgresql' : `embedded PGlite in ${config.SVC_DATA_DIR}`;
-    log.info({ port: config.PORT, database: where, env: config.NODE_ENV }, `svc-checkout listening on http://localhost:${config.PORT}`);
+    log.info({ port: config.PORT, database: where, env: config.NODE_ENV }, `svc-checkout listening on http://${config.HOST === "0.0.0.0" ? "localhost" : config.HOST}:${config.PORT}`);
   });
   // Webhook delivery runs in the server by default; SVC_RUN_WORKER=false leaves it to `npm run worker`.
   const worker = config.SVC_RUN_WORKER ? startWebhookWorker(services) : null;
@@ -39,7 +39,8 @@ async function main() {
     server.close(() => {
       workerStopped.finally(() => services.orm.close().finally(() => process.exit(0)));
     });
-    setTimeout(() => process.exit(0), 5000).unref();
+    // Longer than one delivery attempt (10 s) so an in-flight webhook can finish.
+    setTimeout(() => process.exit(0), 12_000).unref();
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));

@@ -24,6 +24,8 @@ export async function idempotencyMiddleware(req: Request, res: Response, next: N
     const scopeKey = `${auth.projectId}:${auth.mode}`;
     const requestHash = sha256Hex(`${req.method} ${req.originalUrl}\n${canonicalJson(req.body ?? null)}`);
     const em = ctx.services.orm.em.fork();
+    // Stored responses can carry secrets shown once (webhook secrets), so they are sealed at rest.
+    const aad = `idempotency:${scopeKey}:${key}`;
 
     const claim = async () =>
       em.execute(
@@ -44,7 +46,7 @@ export async function idempotencyMiddleware(req: Request, res: Response, next: N
         if (row.request_hash !== requestHash) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
         if (row.status === null) throw new ApiError('IDEMPOTENCY_KEY_IN_PROGRESS');
         res.setHeader('Idempotent-Replayed', 'true');
-        res.status(row.status).type('application/json').send(row.response ?? '');
+        res.status(row.status).type('application/json').send(row.response ? ctx.services.box.open(row.response, aad) : '');
         return;
       }
       if (claimed.length === 0) throw new ApiError('IDEMPOTENCY_KEY_IN_PROGRESS');
@@ -61,7 +63,12 @@ export async function idempotencyMiddleware(req: Request, res: Response, next: N
       const store =
         status >= 500
           ? release()
-          : em.execute('update idempotency_keys set status = ?, response = ? where scope_key = ? and idem_key = ?', [status, text, scopeKey, key]);
+          : em.execute('update idempotency_keys set status = ?, response = ? where scope_key = ? and idem_key = ?', [
+              status,
+              ctx.services.box.seal(text, aad),
+              scopeKey,
+              key,
+            ]);
       store
         .catch((err: unknown) => ctx.log.error({ err: String(err) }, 'failed to store idempotent response'))
         .finally(() => {

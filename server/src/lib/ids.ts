@@ -1,4 +1,7 @@
-import { ulid } from 'ulid';
+import { monotonicFactory } from 'ulid';
+
+/** Monotonic within a process, so ids minted in the same millisecond still sort by creation. */
+const ulid = monotonicFactory();
 
 export const ID_PREFIXES = ['mrch', 'prod', 'pol', 'ord', 'rcpt', 'evt', 'wha', 'key', 'proj', 'org', 'sess', 'whk', 'idem', 'req'] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];

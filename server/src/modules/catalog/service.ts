@@ -28,13 +28,14 @@ export function presentCatalogItem(i: CatalogRow): CatalogItem {
 const ORDER = [{ category: QueryOrder.ASC_NULLS_LAST }, { name: QueryOrder.ASC }, { sku: QueryOrder.ASC }] as const;
 
 /** Items of one merchant ordered by category then name (uncategorized last). */
-export async function listCatalogItems(em: Em, merchantId: string, onlyAvailable: boolean): Promise<CatalogRow[]> {
-  return em.find(CatalogItemEntity, { merchantId, ...(onlyAvailable ? { available: true } : {}) }, { orderBy: [...ORDER] });
+/** `available`: true -> only available items, false -> only retired ones, undefined -> all. */
+export async function listCatalogItems(em: Em, merchantId: string, available?: boolean): Promise<CatalogRow[]> {
+  return em.find(CatalogItemEntity, { merchantId, ...(available === undefined ? {} : { available }) }, { orderBy: [...ORDER] });
 }
 
 export async function listCatalog(em: Em, auth: AuthContext, query: { merchant_id?: string; available?: 'true' | 'false' }) {
   const m = await resolveMerchant(em, auth, query.merchant_id);
-  const rows = await listCatalogItems(em, m.id, query.available === 'true');
+  const rows = await listCatalogItems(em, m.id, query.available === undefined ? undefined : query.available === 'true');
   return { items: rows.map(presentCatalogItem) };
 }
 
