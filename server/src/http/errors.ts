@@ -27,7 +27,16 @@ export function sendCode(res: Response, code: ReasonCode, human?: string) {
   sendError(res, statusOf(code), { reason_codes: [code], error_human: human ?? humanOf(code) });
 }
 
+/** For a union (e.g. the settle payment), report the member error that got furthest into the input. */
+function deepest(issue: ZodIssue): ZodIssue {
+  if (issue.code !== 'invalid_union') return issue;
+  const candidates = issue.unionErrors.map((e) => e.issues[0]).filter((i): i is ZodIssue => i !== undefined);
+  const best = candidates.sort((a, b) => b.path.length - a.path.length)[0];
+  return best ? deepest(best) : issue;
+}
+
 function describeIssue(where: string, issue: ZodIssue): string {
+  issue = deepest(issue);
   const path = [where, ...issue.path].filter((p) => p !== '').join('.');
   if (issue.code === 'unrecognized_keys') return `${path}: unknown field(s) ${issue.keys.join(', ')}`;
   if (issue.code === 'invalid_type' && issue.received === 'undefined') return `${path}: is required`;
