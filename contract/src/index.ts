@@ -37,4 +37,5 @@ export * from './agent.js';
 export * from './orders.js';
 export * from './reputation.js';
 export * from './ingest.js';
+export * from './chains.js';
 export * from './webhooks.js';

@@ -1,5 +1,5 @@
 import { initClient, type ClientInferResponseBody } from '@ts-rest/core';
-import { contract, humanOf, Manifest, reasonCodes as knownReasonCodes, type CatalogItem, type PaymentRequired, type ReasonCode } from '@svc/contract';
+import { CHAINS, contract, humanOf, TRANSFER_WITH_AUTHORIZATION_TYPES, type ChainName, Manifest, reasonCodes as knownReasonCodes, type CatalogItem, type PaymentRequired, type ReasonCode } from '@svc/contract';
 import type { Address, Hex, JsonRpcAccount, LocalAccount, WalletClient } from 'viem';
 import type { JWK } from 'jose';
 import { SvcApiError, SvcError } from './errors.js';
@@ -81,21 +81,16 @@ export class ResolutionTimeoutError extends SvcError {
 
 /** USDC per chain (decisions.md): the fallback when a requirement omits a domain field. */
 export const USDC_CHAINS = {
-  base: { chainId: 8453, verifyingContract: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', name: 'USD Coin', version: '2' },
-  'base-sepolia': { chainId: 84532, verifyingContract: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', name: 'USDC', version: '2' },
-} as const satisfies Record<string, { chainId: number; verifyingContract: Address; name: string; version: string }>;
+  base: { chainId: CHAINS.base.chainId, verifyingContract: CHAINS.base.usdc, name: CHAINS.base.domainName, version: CHAINS.base.domainVersion },
+  'base-sepolia': {
+    chainId: CHAINS['base-sepolia'].chainId,
+    verifyingContract: CHAINS['base-sepolia'].usdc,
+    name: CHAINS['base-sepolia'].domainName,
+    version: CHAINS['base-sepolia'].domainVersion,
+  },
+} as const satisfies Record<ChainName, { chainId: number; verifyingContract: Address; name: string; version: string }>;
 
-/** EIP-3009 TransferWithAuthorization. */
-export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
+export { TRANSFER_WITH_AUTHORIZATION_TYPES };
 
 /** Clock-skew allowance before now, and lifetime after now, of an authorization (interface 4.12). */
 export const VALID_AFTER_SKEW_SECONDS = 600;

@@ -1,30 +1,11 @@
 import type { Server } from 'node:http';
 import { buildApp } from './app.js';
-import { createServices } from './boot.js';
-import { ConfigError, loadConfig } from './config.js';
+import { loadConfigOrExit, startServicesOrExit } from './startup.js';
 import { startWebhookWorker } from './modules/webhooks/worker.js';
 
 async function main() {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(1);
-    }
-    throw err;
-  }
-  let services;
-  try {
-    services = await createServices(config);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(1);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
+  const services = await startServicesOrExit(config);
   const { log } = services;
   const app = buildApp(services);
   const server: Server = app.listen(config.PORT, config.HOST, () => {

@@ -1,5 +1,4 @@
-import { createServices } from './boot.js';
-import { ConfigError, loadConfig } from './config.js';
+import { loadConfigOrExit, startServicesOrExit } from './startup.js';
 import { startWebhookWorker } from './modules/webhooks/worker.js';
 
 /**
@@ -9,23 +8,14 @@ import { startWebhookWorker } from './modules/webhooks/worker.js';
  * worker runs inside `npm start` instead.
  */
 async function main() {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(1);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   if (!config.DATABASE_URL) {
     process.stderr.write(
       'npm run worker needs DATABASE_URL (PostgreSQL): embedded PGlite is a single-process database, and `npm start` already runs the worker there.\n',
     );
     process.exit(1);
   }
-  const services = await createServices(config);
+  const services = await startServicesOrExit(config);
   const worker = startWebhookWorker(services);
   services.log.info({ retry_scale: config.SVC_WEBHOOK_RETRY_SCALE }, 'svc-checkout webhook worker running');
   const stop = (signal: string) => {

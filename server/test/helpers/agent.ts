@@ -1,20 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Hex } from 'viem';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '@svc/contract';
 import { merchantBody, type TestApp, type TestKey } from './harness.js';
 
 export const USDC_SEPOLIA = '0x036CbD53842c5426634e7929541eC2318f3dCF7e' as const;
 
-export const TRANSFER_TYPES = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
+export const TRANSFER_TYPES = TRANSFER_WITH_AUTHORIZATION_TYPES;
 
 export function newBuyer(): PrivateKeyAccount {
   return privateKeyToAccount(generatePrivateKey());

@@ -1,5 +1,5 @@
 import { recoverTypedDataAddress, type Address, type Hex } from 'viem';
-import type { ReasonCode } from '@svc/contract';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES, type ReasonCode } from '@svc/contract';
 import { CHAINS, type ChainName } from '../receiving/validate.js';
 
 /** An EIP-3009 TransferWithAuthorization as the agent sends it (value as an integer string). */
@@ -17,16 +17,7 @@ export type AuthorizationCheck = { ok: true } | { ok: false; code: ReasonCode; h
 /** Seconds an authorization must still be valid for when it reaches us (decisions.md: validBefore < now + 6 s is expired). */
 export const MIN_VALIDITY_SECONDS = 6;
 
-export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
+export { TRANSFER_WITH_AUTHORIZATION_TYPES };
 
 const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
 const NONCE_RE = /^0x[0-9a-fA-F]{64}$/;

@@ -1,14 +1,10 @@
 import { getAddress, isAddress } from 'viem';
-import type { RailName, Receiving, ReasonCode } from '@svc/contract';
+import { CHAINS, type ChainName, type RailName, type Receiving, type ReasonCode } from '@svc/contract';
 
 export type ReceivingFinding = { code: ReasonCode; human: string };
 
-/** The token registry: the (chain, asset) pairs x402 can settle, with their EIP-712 domains. */
-export const CHAINS = {
-  base: { chainId: 8453, usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', domainName: 'USD Coin', domainVersion: '2', livemode: true },
-  'base-sepolia': { chainId: 84532, usdc: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', domainName: 'USDC', domainVersion: '2', livemode: false },
-} as const;
-export type ChainName = keyof typeof CHAINS;
+export { CHAINS, type ChainName };
+/** The (chain, asset) pairs x402 can settle. */
 export const TOKEN_REGISTRY: Record<ChainName, readonly string[]> = { base: ['USDC'], 'base-sepolia': ['USDC'] };
 
 const RAILS: readonly RailName[] = ['x402', 'card', 'mock'];

@@ -1,0 +1,30 @@
+import { createServices } from './boot.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { DataDirInUseError } from './db/orm.js';
+import type { Services } from './services.js';
+
+function exitOnKnown(err: unknown): never {
+  if (err instanceof ConfigError || err instanceof DataDirInUseError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}
+
+/** Shared by the server and the worker: a bad variable stops the process with one line naming it. */
+export function loadConfigOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    return exitOnKnown(err);
+  }
+}
+
+/** Opens the database and runs migrations; a busy PGlite data directory is one line too. */
+export async function startServicesOrExit(config: Config): Promise<Services> {
+  try {
+    return await createServices(config);
+  } catch (err) {
+    return exitOnKnown(err);
+  }
+}
