@@ -14,30 +14,11 @@ export interface paths {
         /**
          * Legacy alias (accepts X-Svc-Api-Key, resolves leniently)
          * @deprecated
-         * @description Auth: public, no API key.
+         * @description Also answers with a trailing slash (/api/v1/reputation/{agentId}/): routing is not strict about it.
+         *
+         *     Auth: public, no API key.
          */
         get: operations["getReputationLegacy"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/reputation/{agentId}/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Legacy alias with the trailing slash
-         * @deprecated
-         * @description Auth: public, no API key.
-         */
-        get: operations["getReputationLegacySlash"];
         put?: never;
         post?: never;
         delete?: never;
@@ -516,7 +497,7 @@ export interface paths {
          * Store a new, inactive policy version
          * @description Versions are immutable; the next version is max(version)+1. It takes effect on publish.
          *
-         *     Auth: API key (Bearer) with scope `policy:write`.
+         *     Auth: API key (Bearer) with scope `policy:write`. Accepts an Idempotency-Key header.
          */
         put: operations["putPolicy"];
         post?: never;
@@ -562,7 +543,7 @@ export interface paths {
          * Replace the receiving configuration
          * @description Validated with the RECEIVING_* codes; addresses are checksummed and assets upper-cased.
          *
-         *     Auth: API key (Bearer) with scope `merchants:write`.
+         *     Auth: API key (Bearer) with scope `merchants:write`. Accepts an Idempotency-Key header.
          */
         put: operations["putReceiving"];
         post?: never;
@@ -803,48 +784,6 @@ export interface components {
 export type $defs = Record<string, never>;
 export interface operations {
     getReputationLegacy: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                agentId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        agentId: string;
-                        known: boolean;
-                        score: number;
-                        /** @enum {string} */
-                        tier: "risky" | "standard" | "trusted" | "elite";
-                    };
-                };
-            };
-            /** @description Bad Request: malformed JSON or failed validation */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
-                };
-            };
-        };
-    };
-    getReputationLegacySlash: {
         parameters: {
             query?: never;
             header?: never;
@@ -1236,6 +1175,18 @@ export interface operations {
         /** @description Body */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "agent_id": "3f1b6c2e-8d4a-4f7e-9b1c-2a5d7e9f0b13",
+                 *       "idempotency_key": "cart-42",
+                 *       "items": [
+                 *         {
+                 *           "qty": 2,
+                 *           "sku": "espresso-250g"
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** Format: uuid */
                     agent_id: string;
@@ -1273,6 +1224,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "expires_at": 1795260835,
+                     *       "livemode": false,
+                     *       "next": "POST /m/mrch_01jz0c8q4m6w3v9r2t5y7x1k0a/agent/checkout/sess_01jz0cd7r9t1v3x5z7b9d1f3h5/settle {\"payment\":{\"scheme\":\"x402-exact\",\"authorization\":{...},\"signature\":\"0x...\"}}",
+                     *       "payment_required": {
+                     *         "amount": "25.00",
+                     *         "amountBaseUnits": "25000000",
+                     *         "asset": "USDC",
+                     *         "chain": "base-sepolia",
+                     *         "chainId": 84532,
+                     *         "currency": "USD",
+                     *         "eip712Domain": {
+                     *           "name": "USDC",
+                     *           "version": "2"
+                     *         },
+                     *         "payTo": "0x1111111111111111111111111111111111111111",
+                     *         "rail": "x402",
+                     *         "scheme": "x402-exact",
+                     *         "validUntil": 1795260835,
+                     *         "verifyingContract": "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
+                     *       },
+                     *       "session_id": "sess_01jz0cd7r9t1v3x5z7b9d1f3h5",
+                     *       "state": "awaiting_payment",
+                     *       "total": {
+                     *         "currency": "USD",
+                     *         "subtotal": "25.00",
+                     *         "tax": "0.00",
+                     *         "total": "25.00"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         expires_at: number;
                         livemode: boolean;
@@ -1573,6 +1556,22 @@ export interface operations {
         /** @description Body */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "payment": {
+                 *         "authorization": {
+                 *           "from": "0x2222222222222222222222222222222222222222",
+                 *           "nonce": "0x5c3f0e8b7a6d4c2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e",
+                 *           "to": "0x1111111111111111111111111111111111111111",
+                 *           "validAfter": 1795259335,
+                 *           "validBefore": 1795260235,
+                 *           "value": "25000000"
+                 *         },
+                 *         "scheme": "x402-exact",
+                 *         "signature": "0xababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababab"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     payment: {
                         authorization: {
@@ -1603,6 +1602,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "fulfillment": {
+                     *         "rail": "x402",
+                     *         "reference": "0x9e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f0e1d"
+                     *       },
+                     *       "order_id": "ord_01jz0cf9t1v3x5z7b9d1f3h5k7",
+                     *       "receipt": "eyJhbGciOiJFZERTQSIsInR5cCI6InN2Yy1yZWNlaXB0K2p3cyIsImtpZCI6Im1yY2hfLi4uIn0.eyJpc3MiOiJzdmMtY2hlY2tvdXQiLCJzdWIiOiJyY3B0Xy4uLiJ9.c2lnbmF0dXJl",
+                     *       "status": "accepted"
+                     *     }
+                     */
                     "application/json": {
                         fulfillment: {
                             rail: string;
@@ -1652,6 +1662,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error_human": "The signature recovers to another address: sign under the EIP-712 domain {name: \"USDC\", version: \"2\"}.",
+                     *       "reason_codes": [
+                     *         "SIGNER_MISMATCH"
+                     *       ],
+                     *       "status": "payment_invalid"
+                     *     }
+                     */
                     "application/json": {
                         error_human: string;
                         reason_codes: string[];
@@ -1666,6 +1685,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error_human": "A mandate is required for this amount.",
+                     *       "reason_codes": [
+                     *         "MANDATE_REQUIRED"
+                     *       ],
+                     *       "status": "rejected"
+                     *     }
+                     */
                     "application/json": {
                         error_human: string;
                         reason_codes: string[];
@@ -1822,6 +1850,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "available": true,
+                     *           "category": "coffee",
+                     *           "created_at": "2026-11-21T10:01:00.000Z",
+                     *           "id": "prod_01jz0c9b2d4f6h8k0m2p4r6t8v",
+                     *           "name": "Espresso beans 250 g",
+                     *           "price": {
+                     *             "amount": "12.50",
+                     *             "currency": "USD"
+                     *           },
+                     *           "sku": "espresso-250g",
+                     *           "unit": "each",
+                     *           "updated_at": "2026-11-21T10:01:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         items: {
                             available: boolean;
@@ -1963,6 +2011,18 @@ export interface operations {
         /** @description Body */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "category": "coffee",
+                 *       "name": "Espresso beans 250 g",
+                 *       "price": {
+                 *         "amount": "12.50",
+                 *         "currency": "usd"
+                 *       },
+                 *       "sku": "espresso-250g",
+                 *       "unit": "each"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Default true. */
                     available?: boolean;
@@ -1991,6 +2051,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "available": true,
+                     *       "category": "coffee",
+                     *       "created_at": "2026-11-21T10:01:00.000Z",
+                     *       "id": "prod_01jz0c9b2d4f6h8k0m2p4r6t8v",
+                     *       "name": "Espresso beans 250 g",
+                     *       "price": {
+                     *         "amount": "12.50",
+                     *         "currency": "USD"
+                     *       },
+                     *       "sku": "espresso-250g",
+                     *       "unit": "each",
+                     *       "updated_at": "2026-11-21T10:01:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         available: boolean;
                         category?: string;
@@ -2020,6 +2096,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error_human": "body.price.amount: must be a decimal string like \"12.50\"",
+                     *       "reason_codes": [
+                     *         "PRICE_AMOUNT_INVALID"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description One line for humans; never parse it. */
                         error_human: string;
@@ -3616,6 +3700,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "created_at": "2026-11-21T10:00:00.000Z",
+                     *           "domain": "shop.acme.example",
+                     *           "id": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a",
+                     *           "is_default": true,
+                     *           "livemode": false,
+                     *           "name": "Acme Coffee",
+                     *           "rails": [
+                     *             "x402",
+                     *             "mock"
+                     *           ],
+                     *           "receipt_kid": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a-receipts-v1",
+                     *           "receipt_pub_jwk": {
+                     *             "alg": "EdDSA",
+                     *             "crv": "Ed25519",
+                     *             "kid": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a-receipts-v1",
+                     *             "kty": "OKP",
+                     *             "use": "sig",
+                     *             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
+                     *           },
+                     *           "receiving": {
+                     *             "mock": {
+                     *               "account": "acct_demo"
+                     *             },
+                     *             "x402": {
+                     *               "address": "0x1111111111111111111111111111111111111111",
+                     *               "asset": "USDC",
+                     *               "chain": "base-sepolia"
+                     *             }
+                     *           },
+                     *           "slug": "acme-coffee",
+                     *           "trusted_svc_jwks_url": null,
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** @description ISO 8601 UTC timestamp */
@@ -3781,6 +3907,22 @@ export interface operations {
         /** @description Body */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "domain": "shop.acme.example",
+                 *       "name": "Acme Coffee",
+                 *       "receiving": {
+                 *         "mock": {
+                 *           "account": "acct_demo"
+                 *         },
+                 *         "x402": {
+                 *           "address": "0x1111111111111111111111111111111111111111",
+                 *           "chain": "base-sepolia"
+                 *         }
+                 *       },
+                 *       "slug": "acme-coffee"
+                 *     }
+                 */
                 "application/json": {
                     domain: string;
                     name: string;
@@ -3805,6 +3947,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "domain": "shop.acme.example",
+                     *       "id": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a",
+                     *       "is_default": true,
+                     *       "livemode": false,
+                     *       "name": "Acme Coffee",
+                     *       "rails": [
+                     *         "x402",
+                     *         "mock"
+                     *       ],
+                     *       "receipt_kid": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a-receipts-v1",
+                     *       "receipt_pub_jwk": {
+                     *         "alg": "EdDSA",
+                     *         "crv": "Ed25519",
+                     *         "kid": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a-receipts-v1",
+                     *         "kty": "OKP",
+                     *         "use": "sig",
+                     *         "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
+                     *       },
+                     *       "receiving": {
+                     *         "mock": {
+                     *           "account": "acct_demo"
+                     *         },
+                     *         "x402": {
+                     *           "address": "0x1111111111111111111111111111111111111111",
+                     *           "asset": "USDC",
+                     *           "chain": "base-sepolia"
+                     *         }
+                     *       },
+                     *       "slug": "acme-coffee",
+                     *       "trusted_svc_jwks_url": null,
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description ISO 8601 UTC timestamp */
                         created_at: string;
@@ -3915,6 +4093,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error_human": "That slug is already used by another merchant in this mode.",
+                     *       "reason_codes": [
+                     *         "MERCHANT_SLUG_TAKEN"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description One line for humans; never parse it. */
                         error_human: string;
@@ -4424,6 +4610,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "agent_id": "3f1b6c2e-8d4a-4f7e-9b1c-2a5d7e9f0b13",
+                     *           "created_at": "2026-11-21T10:05:00.000Z",
+                     *           "decision": "accept",
+                     *           "id": "ord_01jz0cf9t1v3x5z7b9d1f3h5k7",
+                     *           "livemode": false,
+                     *           "mandate_type": "none",
+                     *           "merchant_id": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a",
+                     *           "rail_name": "x402",
+                     *           "receipt_id": "rcpt_01jz0cf9t2w4y6a8c0e2g4j6m8",
+                     *           "session_id": "sess_01jz0cd7r9t1v3x5z7b9d1f3h5",
+                     *           "settlement_ref": "0x9e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f0e1d",
+                     *           "total": {
+                     *             "currency": "USD",
+                     *             "subtotal": "25.00",
+                     *             "tax": "0.00",
+                     *             "total": "25.00"
+                     *           },
+                     *           "trust_tier": "standard"
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             agent_id: string;
@@ -4702,13 +4916,26 @@ export interface operations {
                 /** @description Defaults to the project's default merchant in the key's mode. */
                 merchant_id?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
         /** @description Body */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "body": {
+                 *         "maxPerTransactionUsd": 500,
+                 *         "minReputationTier": "standard",
+                 *         "requireMandateOverUsd": 50
+                 *       },
+                 *       "note": "launch policy"
+                 *     }
+                 */
                 "application/json": {
                     /** @description A MerchantPolicy object; unknown or mistyped fields are reported by validate/publish. */
                     body: {
@@ -4722,9 +4949,19 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "active": false,
+                     *       "hash": "d3f1c5a0e2b4967f8a1c3e5d7b9f0a2c4e6d8b0a1c3e5f7a9b1d3f5e7c9a1b3d",
+                     *       "id": "pol_01jz0cb3n5q7s9u1w3y5a7c9e1",
+                     *       "version": 1
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         active: false;
@@ -4778,6 +5015,20 @@ export interface operations {
             };
             /** @description Not Found (also cross-mode access) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4857,6 +5108,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "active_policy_version": 1,
+                     *       "ok": true,
+                     *       "published": true
+                     *     }
+                     */
                     "application/json": {
                         active_policy_version: number;
                         /** @enum {boolean} */
@@ -4956,6 +5214,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error_human": "Publish refused: 1 finding(s); first: policy.maxPerTxUsd: is not a MerchantPolicy field.",
+                     *       "findings": [
+                     *         {
+                     *           "code": "POLICY_FIELD_UNKNOWN",
+                     *           "human": "policy.maxPerTxUsd: is not a MerchantPolicy field."
+                     *         }
+                     *       ],
+                     *       "ok": false,
+                     *       "published": false,
+                     *       "reason_codes": [
+                     *         "CONFIG_INVALID"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         error_human: string;
                         findings: {
@@ -5146,13 +5420,27 @@ export interface operations {
                 /** @description Defaults to the project's default merchant in the key's mode. */
                 merchant_id?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
         /** @description Body */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "receiving": {
+                 *         "x402": {
+                 *           "address": "0x1111111111111111111111111111111111111111",
+                 *           "asset": "usdc",
+                 *           "chain": "base-sepolia"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** @description Object keyed by rail: x402 {chain, address, asset?}, card {processor, accountId}, mock {account}. */
                     receiving: {
@@ -5165,9 +5453,22 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "receiving": {
+                     *         "x402": {
+                     *           "address": "0x1111111111111111111111111111111111111111",
+                     *           "asset": "USDC",
+                     *           "chain": "base-sepolia"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         receiving: {
                             card?: {
@@ -5245,6 +5546,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5306,6 +5621,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "agentId": "3f1b6c2e-8d4a-4f7e-9b1c-2a5d7e9f0b13",
+                     *       "known": true,
+                     *       "score": 510,
+                     *       "tier": "standard"
+                     *     }
+                     */
                     "application/json": {
                         agentId: string;
                         known: boolean;
@@ -5945,6 +6268,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "findings": [
+                     *         {
+                     *           "code": "RECEIVING_NO_RAIL_ENABLED",
+                     *           "human": "receiving: at least one rail must be configured."
+                     *         }
+                     *       ],
+                     *       "ok": false
+                     *     }
+                     */
                     "application/json": {
                         findings: {
                             code: string;
@@ -6230,6 +6564,14 @@ export interface operations {
         /** @description Body */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "enabled_events": [
+                 *         "order.settled"
+                 *       ],
+                 *       "url": "https://shop.acme.example/hooks/svc"
+                 *     }
+                 */
                 "application/json": {
                     description?: string;
                     /** @description Event types to deliver, or ["*"] for all. */

@@ -14,6 +14,8 @@ import { c, contract, ErrorBody, type RouteMeta } from '@svc/contract';
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type JsonObject = { [k: string]: Json };
 
+import { OPENAPI_EXAMPLES, TAG_DESCRIPTIONS } from './openapi-examples.js';
+
 export const OPENAPI_JSON_PATH = fileURLToPath(new URL('../openapi/openapi.json', import.meta.url));
 export const SCHEMA_DTS_PATH = fileURLToPath(new URL('../openapi/schema.d.ts', import.meta.url));
 
@@ -74,7 +76,7 @@ export function contractRoutes(router: AppRouter = contract): ContractRoute[] {
 }
 
 /** The idempotency middleware applies to every key-auth POST (server/src/http/idempotency.ts). */
-export const takesIdempotencyKey = (r: ContractRoute) => r.method === 'post' && r.meta.auth === 'key';
+export const takesIdempotencyKey = (r: ContractRoute) => (r.method === 'post' || r.method === 'put') && r.meta.auth === 'key';
 
 // Fixed texts rather than node's STATUS_CODES, whose wording changes between Node versions.
 const STATUS_TEXT: Record<string, string> = {
@@ -159,6 +161,7 @@ export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
       info: {
         title: 'svc-checkout',
         version: packageVersion(),
+        license: { name: 'Proprietary' },
         description:
           'Hosted checkout for AI agents. Merchants configure a catalog, a receiving destination and a versioned ' +
           'acceptance policy through the management API (/v1, Bearer API key). Agents discover a merchant, open a ' +
@@ -177,7 +180,7 @@ export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
           },
         },
       },
-      tags: tags.map((name) => ({ name })),
+      tags: tags.map((name) => ({ name, ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}) })),
     },
     { jsonQuery: false },
   ) as unknown as JsonObject;
@@ -224,8 +227,40 @@ export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
       }
     }
     if (Array.isArray(op.parameters) && op.parameters.length === 0) delete op.parameters;
+    applyExamples(op, OPENAPI_EXAMPLES[meta.operationId]);
   }
+  dropUntypedNullable(doc);
   return doc;
+}
+
+function applyExamples(op: JsonObject, example: (typeof OPENAPI_EXAMPLES)[string] | undefined) {
+  if (!example) return;
+  const json = (holder: JsonObject | undefined) => (holder?.content as Record<string, JsonObject> | undefined)?.['application/json'];
+  if (example.request !== undefined) {
+    const media = json(op.requestBody as JsonObject | undefined);
+    if (!media) throw new Error(`example request for ${String(op.operationId)} but it has no JSON body`);
+    media.example = example.request as Json;
+  }
+  for (const [status, body] of Object.entries(example.responses ?? {})) {
+    const media = json((op.responses as Record<string, JsonObject>)[status]);
+    if (!media) throw new Error(`example for ${String(op.operationId)} ${status} but that response has no JSON body`);
+    media.example = body as Json;
+  }
+}
+
+/**
+ * Zod's unknown/any become `{nullable: true}` with no type, which OpenAPI 3.0 forbids
+ * (nullable qualifies a type); an untyped schema already admits null, so drop the flag.
+ */
+function dropUntypedNullable(node: unknown): void {
+  if (Array.isArray(node)) {
+    node.forEach(dropUntypedNullable);
+    return;
+  }
+  if (!node || typeof node !== 'object') return;
+  const obj = node as Record<string, unknown>;
+  if ('nullable' in obj && !('type' in obj) && !('$ref' in obj) && !('allOf' in obj) && !('oneOf' in obj) && !('anyOf' in obj)) delete obj.nullable;
+  for (const [k, v] of Object.entries(obj)) if (k !== 'example') dropUntypedNullable(v);
 }
 
 /** The exact bytes of openapi/openapi.json: sorted keys, two-space indent, trailing newline. */

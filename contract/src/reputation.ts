@@ -42,16 +42,8 @@ export const reputationContract = c.router({
     pathParams: AgentParams,
     responses,
     summary: 'Legacy alias (accepts X-Svc-Api-Key, resolves leniently)',
+    description: 'Also answers with a trailing slash (/api/v1/reputation/{agentId}/): routing is not strict about it.',
     deprecated: true,
     metadata: repMeta('getReputationLegacy'),
-  },
-  legacySlash: {
-    method: 'GET',
-    path: '/api/v1/reputation/:agentId/',
-    pathParams: AgentParams,
-    responses,
-    summary: 'Legacy alias with the trailing slash',
-    deprecated: true,
-    metadata: repMeta('getReputationLegacySlash'),
   },
 });

@@ -1,8 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
 import { describe, expect, it } from 'vitest';
 import { contractRoutes, OPENAPI_JSON_PATH, renderOpenApi, SCHEMA_DTS_PATH, takesIdempotencyKey } from '../../scripts/emit-openapi.js';
 
+const require = createRequire(import.meta.url);
 const STALE = 'is stale: run `npm run openapi` and commit the result';
 
 type Operation = {
@@ -81,4 +84,20 @@ describe('generated OpenAPI artifacts', () => {
     expect(byId.get('healthz')?.meta.auth).toBe('public');
     expect(byId.get('getMerchantJwks')?.meta.auth).toBe('public');
   });
+});
+
+describe('OpenAPI lint', () => {
+  it('GIVEN the committed document WHEN linted with Redocly recommended rules THEN there are no errors and main operations carry examples', () => {
+    const out = spawnSync(process.execPath, [require.resolve('@redocly/cli/bin/cli.js'), 'lint', OPENAPI_JSON_PATH, '--format=json'], { encoding: 'utf8' });
+    const report = JSON.parse(out.stdout) as { totals: { errors: number; warnings: number } };
+    expect(report.totals.errors, out.stdout.slice(0, 2000)).toBe(0);
+    const doc = JSON.parse(readFileSync(OPENAPI_JSON_PATH, 'utf8'));
+    for (const [path, method, status] of [
+      ['/v1/merchants', 'post', '201'],
+      ['/m/{merchant}/agent/checkout', 'post', '201'],
+      ['/m/{merchant}/agent/checkout/{id}/settle', 'post', '200'],
+    ] as const) {
+      expect(doc.paths[path][method].responses[status].content['application/json'].example, `${method} ${path}`).toBeDefined();
+    }
+  }, 60_000);
 });

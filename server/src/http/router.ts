@@ -200,7 +200,6 @@ export const router = s.router(contract, {
     agent: async ({ req, params }) => ({ status: 200, body: await agentReputation(ctxOf(req), params.agentId) }),
     short: async ({ req, params }) => ({ status: 200, body: await agentReputation(ctxOf(req), params.agentId) }),
     legacy: async ({ req, params }) => ({ status: 200, body: await agentReputation(ctxOf(req), params.agentId) }),
-    legacySlash: async ({ req, params }) => ({ status: 200, body: await agentReputation(ctxOf(req), params.agentId) }),
     merchant: async ({ req, params }) => {
       const ctx = ctxOf(req);
       return { status: 200, body: { merchantId: params.merchantId, ...(await lookupReputation(ctx.services.orm.em.fork(), 'merchant', params.merchantId)) } };
