@@ -18,7 +18,7 @@ import {
   type SettleOutcome,
 } from '../src/index.js';
 import { TestApp, type TestKey } from '../../server/test/helpers/harness.js';
-import { hostRoutingFetch, merchantClient, setupShop } from './helpers.js';
+import { hostRoutingFetch, merchantClient, setupShop, caught } from './helpers.js';
 
 let app: TestApp;
 let key: TestKey;
@@ -37,15 +37,6 @@ function newAgent(opts: { fetch?: ReturnType<typeof hostRoutingFetch> } = {}) {
 
 function expectStatus<S extends SettleOutcome['status']>(outcome: SettleOutcome, status: S): asserts outcome is Extract<SettleOutcome, { status: S }> {
   if (outcome.status !== status) throw new Error(`expected ${status}, got ${JSON.stringify(outcome)}`);
-}
-
-async function caught(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to throw');
 }
 
 describe('agent buy flow (x402, test mode)', () => {

@@ -170,3 +170,13 @@ export function hostRoutingFetch(serverBaseUrl: string): FetchLike {
       req.end();
     });
 }
+
+/** The error a promise rejects with; fails the test when it resolves. */
+export async function caught(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected the call to throw');
+}

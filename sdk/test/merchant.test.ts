@@ -10,7 +10,7 @@ import {
   type Merchant,
 } from '../src/index.js';
 import { TestApp, type TestKey } from '../../server/test/helpers/harness.js';
-import { merchantClient, newMerchant } from './helpers.js';
+import { merchantClient, newMerchant, caught } from './helpers.js';
 
 let app: TestApp;
 let key: TestKey;
@@ -26,15 +26,6 @@ beforeAll(async () => {
   merchant = await svc.merchants.create(newMerchant({ name: 'Namespace Shop' }));
 });
 afterAll(async () => app?.stop());
-
-async function caught(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to throw');
-}
 
 describe('MerchantClient construction', () => {
   it('GIVEN test and live keys WHEN constructing THEN livemode follows the key prefix and me agrees', async () => {

@@ -3,7 +3,7 @@ import { SvcConnectionError, SvcRateLimitError, SvcServerError, type MerchantCli
 import { computeRetryDelayMs, isRetryableStatus } from '../src/http.js';
 import { parseRetryAfterMs } from '../src/errors.js';
 import { TestApp, type TestKey } from '../../server/test/helpers/harness.js';
-import { FlakyProxy, merchantClient, newMerchant } from './helpers.js';
+import { FlakyProxy, merchantClient, newMerchant, caught } from './helpers.js';
 
 let app: TestApp;
 let key: TestKey;
@@ -20,15 +20,6 @@ afterAll(async () => {
   await proxy?.stop();
   await app?.stop();
 });
-
-async function caught(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected the call to throw');
-}
 
 describe('retries through a flaky proxy', () => {
   it('GIVEN two 503s WHEN creating a merchant THEN the third attempt succeeds and all three carry the same Idempotency-Key', async () => {
