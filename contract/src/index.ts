@@ -38,4 +38,5 @@ export * from './orders.js';
 export * from './reputation.js';
 export * from './ingest.js';
 export * from './chains.js';
+export * from './receipts.js';
 export * from './webhooks.js';

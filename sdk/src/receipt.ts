@@ -1,39 +1,13 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JWK } from 'jose';
 import { z } from 'zod';
-import { Jwks, Total } from '@svc/contract';
+import { Jwks, RECEIPT_ISSUER, RECEIPT_TYP, ReceiptClaims as ReceiptClaimsSchema } from '@svc/contract';
 import { SvcError } from './errors.js';
 import type { FetchLike } from './http.js';
 
-export const RECEIPT_TYP = 'svc-receipt+jws';
-export const RECEIPT_ISSUER = 'svc-checkout';
+export { RECEIPT_ISSUER, RECEIPT_TYP };
 
-/**
- * The claims of a receipt (decisions.md "Receipts"). Unknown extra claims are kept, so a
- * newer server does not break an older SDK.
- */
-export const ReceiptClaims = z
-  .object({
-    iss: z.literal(RECEIPT_ISSUER),
-    sub: z.string().describe('The rcpt_ id.'),
-    iat: z.number().int(),
-    sessionId: z.string(),
-    orderId: z.string(),
-    merchantId: z.string(),
-    agentId: z.string(),
-    decision: z.literal('accept'),
-    total: Total,
-    reasonCodes: z.array(z.string()),
-    mandateType: z.string(),
-    mandateRef: z.string().nullable(),
-    policyHash: z.string(),
-    policyVersion: z.number().int(),
-    rail: z.string(),
-    settlementRef: z.string(),
-    chain: z.string().nullable(),
-    livemode: z.boolean(),
-    inputFingerprint: z.string(),
-  })
-  .passthrough();
+/** The contract's receipt claims; unknown extra claims are kept, so a newer server does not break an older SDK. */
+export const ReceiptClaims = ReceiptClaimsSchema.passthrough();
 export type ReceiptClaims = z.infer<typeof ReceiptClaims>;
 
 export type ReceiptVerificationReason =
@@ -108,7 +82,7 @@ export async function verifyReceipt(jws: string, options: VerifyReceiptOptions):
 
   const jwks = 'jwks' in options ? options.jwks : await fetchJwks(options.jwksUrl, options.fetch);
   if (!jwks.keys.some((k) => k.kid === header.kid)) {
-    throw new ReceiptVerificationError('RECEIPT_KID_UNKNOWN', `receipt kid ${header.kid} is not in the merchant key set`);
+    throw new ReceiptVerificationError('RECEIPT_KID_UNKNOWN', `receipt kid ${header.kid} is not in the merchant JWKS`);
   }
   let payload: Uint8Array;
   try {

@@ -2,7 +2,11 @@ import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JWK } fro
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, sha256Hex } from '../../src/lib/canonical-json.js';
 import { generateEd25519 } from '../../src/lib/crypto.js';
-import { inputFingerprint, signReceipt, verifyReceiptJws, type ReceiptClaims } from '../../src/modules/gate/receipt.js';
+import { verifyReceipt } from '@svc/sdk';
+import { inputFingerprint, signReceipt, type ReceiptClaims } from '../../src/modules/gate/receipt.js';
+
+/** Receipts are verified offline by the SDK's verifier, the one agents run. */
+const verifyReceiptJws = (jws: string, jwks: { keys: JWK[] }) => verifyReceipt(jws, { jwks });
 
 const seed = generateEd25519();
 const key = { ...seed, kid: 'rk_test_1' };
