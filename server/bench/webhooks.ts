@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import { createScratchDatabase } from '../src/db/scratch.js';
 import { ulid } from 'ulid';
 import { createServices } from '../src/boot.js';
 import { loadConfig } from '../src/config.js';
@@ -31,20 +31,9 @@ export async function benchWebhooks(opts: WebhookBenchOptions = {}): Promise<str
   let target: DbTarget = { kind: 'pglite', dataDir: null };
   let dropDb = async () => undefined as void;
   if (adminUrl) {
-    const dbName = `svc_bench_${ulid().toLowerCase()}`;
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`create database ${dbName}`);
-    await admin.end();
-    const url = new URL(adminUrl);
-    url.pathname = `/${dbName}`;
-    target = { kind: 'postgres', url: url.toString(), poolMax: 10 };
-    dropDb = async () => {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`drop database if exists ${dbName} with (force)`);
-      await c.end();
-    };
+    const scratch = await createScratchDatabase(adminUrl, 'svc_bench');
+    target = scratch.target;
+    dropDb = scratch.drop;
   }
   const config = loadConfig({
     NODE_ENV: 'test',

@@ -135,7 +135,7 @@ export const router = s.router(contract, {
       res.setHeader('ETag', manifest.etag);
       res.setHeader('Cache-Control', 'public, max-age=30, must-revalidate');
       if (etagMatches(req.header('if-none-match'), manifest.etag)) return { status: 304, body: undefined };
-      return { status: 200, body: JSON.parse(manifest.bytes) };
+      return { status: 200, body: manifest.body };
     },
     jwks: async ({ req, res, params }) => {
       const ctx = ctxOf(req);

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import { createScratchDatabase } from '../../src/db/scratch.js';
 import { ulid } from 'ulid';
 import { SCOPES, type Scope } from '@svc/contract';
 import { buildApp } from '../../src/app.js';
@@ -45,20 +45,9 @@ export class TestApp {
     if (opts.target) {
       target = opts.target;
     } else if (adminUrl) {
-      const dbName = `svc_t_${ulid().toLowerCase()}`;
-      const admin = new pg.Client({ connectionString: adminUrl });
-      await admin.connect();
-      await admin.query(`create database ${dbName}`);
-      await admin.end();
-      const url = new URL(adminUrl);
-      url.pathname = `/${dbName}`;
-      target = { kind: 'postgres', url: url.toString(), poolMax: 20 };
-      cleanup = async () => {
-        const c = new pg.Client({ connectionString: adminUrl });
-        await c.connect();
-        await c.query(`drop database if exists ${dbName} with (force)`);
-        await c.end();
-      };
+      const scratch = await createScratchDatabase(adminUrl, 'svc_t', 20);
+      target = scratch.target;
+      cleanup = scratch.drop;
     } else if (opts.persistent) {
       const dir = mkdtempSync(join(tmpdir(), 'svc-pglite-'));
       target = { kind: 'pglite', dataDir: dir };

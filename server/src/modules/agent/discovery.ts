@@ -42,7 +42,7 @@ export function agentRails(m: MerchantRow, allowed: RailName[] | null): RailName
   return effectiveRails(m.rails, m.receiving).filter((r) => !(m.livemode && r === 'mock') && (!allowed || allowed.includes(r)));
 }
 
-type CachedManifest = { version: number; bytes: string; etag: string };
+type CachedManifest = { version: number; body: Manifest; bytes: string; etag: string };
 const cache = new Map<string, CachedManifest>();
 const CACHE_MAX = 1000;
 
@@ -82,7 +82,7 @@ export async function manifestFor(em: Em, m: MerchantRow, prefix: string): Promi
     },
   };
   const bytes = JSON.stringify(manifest);
-  const entry = { version: m.configVersion, bytes, etag: `"${createHash('sha256').update(bytes).digest('hex').slice(0, 32)}"` };
+  const entry = { version: m.configVersion, body: manifest, bytes, etag: `"${createHash('sha256').update(bytes).digest('hex').slice(0, 32)}"` };
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
   cache.set(key, entry);
   return entry;

@@ -5,7 +5,6 @@ import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { listCatalogItems } from '../catalog/service.js';
-import { MerchantEntity } from '../merchants/entity.js';
 import { bumpConfigVersion, lockMerchantRow, resolveMerchant, type MerchantRow } from '../merchants/service.js';
 import { checkReceiving, effectiveRails } from '../receiving/validate.js';
 import { PolicyVersionEntity } from './entity.js';
@@ -146,4 +145,3 @@ export async function publishConfig(ctx: Ctx & { auth: AuthContext }, merchantId
   });
 }
 
-export { MerchantEntity };
