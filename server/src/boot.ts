@@ -4,6 +4,7 @@ import { resolveMasterKey, SecretBox } from './lib/crypto.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import type { Services } from './services.js';
 import { installWebhooks } from './modules/webhooks/service.js';
+import { createFacilitators } from './rails/index.js';
 
 export function dbTargetFor(config: Config): DbTarget {
   return config.DATABASE_URL
@@ -18,5 +19,5 @@ export async function createServices(config: Config, opts: { log?: Logger; targe
   const orm = await openOrm(opts.target ?? dbTargetFor(config), log);
   await migrate(orm);
   installWebhooks({ orm });
-  return { config, orm, box, log, now: () => new Date() };
+  return { config, orm, box, log, now: () => new Date(), facilitators: createFacilitators(config, log) };
 }

@@ -1,19 +1,25 @@
 import { ulid } from 'ulid';
+import type { Config } from '../config.js';
+import type { Logger } from '../lib/logger.js';
 import { ApiError } from '../lib/errors.js';
 import { UnconfiguredLiveFacilitator } from './live-facilitator.js';
 import { MockFacilitator } from './mock-facilitator.js';
 import type { Facilitator } from './types.js';
 
-export type { Facilitator, FacilitatorResult, SettleRequest } from './types.js';
+export type * from './types.js';
 export { MockFacilitator, mockReference, MOCK_CHAIN, type MockFacilitatorOptions } from './mock-facilitator.js';
 export { UnconfiguredLiveFacilitator } from './live-facilitator.js';
 
-const mockFacilitator = new MockFacilitator();
-const liveFacilitator = new UnconfiguredLiveFacilitator();
+/** One facilitator per mode, built once at start (services.facilitators). */
+export type Facilitators = { test: Facilitator; live: Facilitator };
 
-/** Test mode settles x402 through the mock; live mode through the live facilitator, never the mock. */
-export function facilitatorFor(livemode: boolean): Facilitator {
-  return livemode ? liveFacilitator : mockFacilitator;
+/** Test mode settles x402 through the mock; live mode through the configured facilitator, never the mock. */
+export function createFacilitators(_config: Config, _log: Logger): Facilitators {
+  return { test: new MockFacilitator(), live: new UnconfiguredLiveFacilitator() };
+}
+
+export function facilitatorFor(facilitators: Facilitators, livemode: boolean): Facilitator {
+  return livemode ? facilitators.live : facilitators.test;
 }
 
 /** The test-only `mock` rail: nothing to verify, a fresh `mock_<ulid>` reference. */

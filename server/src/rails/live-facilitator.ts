@@ -1,18 +1,29 @@
 import { ApiError } from '../lib/errors.js';
-import type { Facilitator, FacilitatorResult, SettleRequest } from './types.js';
+import type { Facilitator, FacilitatorHealth, SettleOutcome, VerifyResult } from './types.js';
 
 /**
- * Live mode until a real facilitator is configured: every call fails with 503
+ * Live mode while SVC_LIVE_FACILITATOR is unset: every settle fails with 503
  * FACILITATOR_UNAVAILABLE, so a live payment can never reach the mock.
  */
 export class UnconfiguredLiveFacilitator implements Facilitator {
   readonly name = 'unconfigured-live';
+  readonly inProcess = false;
 
-  async verify(_req: SettleRequest): Promise<FacilitatorResult> {
+  async verify(): Promise<VerifyResult> {
     throw new ApiError('FACILITATOR_UNAVAILABLE');
   }
 
-  async settle(_req: SettleRequest): Promise<FacilitatorResult> {
+  async settle(): Promise<SettleOutcome> {
     throw new ApiError('FACILITATOR_UNAVAILABLE');
   }
+
+  async reconcile(): Promise<SettleOutcome> {
+    throw new ApiError('FACILITATOR_UNAVAILABLE');
+  }
+
+  async health(): Promise<FacilitatorHealth> {
+    return { ok: true, detail: { facilitator: 'none', live: 'live settles answer 503 FACILITATOR_UNAVAILABLE (SVC_LIVE_FACILITATOR is unset)' } };
+  }
+
+  async close(): Promise<void> {}
 }

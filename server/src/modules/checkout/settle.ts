@@ -107,14 +107,10 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
     if (x402.scheme !== 'x402-exact') {
       return await recordPaymentInvalid(em, s, paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', `payment.scheme must be x402-exact, got ${x402.scheme}.`));
     }
-    const verified = await facilitatorFor(m.livemode).verify({
-      chain: s.chain!,
-      payTo: s.payTo!,
-      amountBaseUnits: s.amountBaseUnits!,
-      authorization: x402.auth,
-      signature: x402.signature,
+    const verified = await facilitatorFor(services.facilitators, m.livemode).verify(
+      { chain: s.chain!, payTo: s.payTo!, amountBaseUnits: s.amountBaseUnits!, authorization: x402.auth, signature: x402.signature },
       nowSec,
-    });
+    );
     if (!verified.ok) return await recordPaymentInvalid(em, s, paymentInvalid(verified.code, verified.human));
   }
 
@@ -347,15 +343,12 @@ export async function capture(
     reference = settleMockRail().reference;
   } else if (s.rail === 'x402') {
     const p = s.payment as { authorization: Authorization; signature: Hex };
-    const settled = await facilitatorFor(m.livemode).settle({
-      chain: s.chain!,
-      payTo: s.payTo!,
-      amountBaseUnits: s.amountBaseUnits!,
-      authorization: p.authorization,
-      signature: p.signature,
-      nowSec: Math.floor(now.getTime() / 1000),
-    });
-    if (!settled.ok) throw new CaptureFailure(settled.code === 'INSUFFICIENT_FUNDS' ? 'INSUFFICIENT_FUNDS' : settled.code, settled.human);
+    const settled = await facilitatorFor(ctx.services.facilitators, m.livemode).settle(
+      { chain: s.chain!, payTo: s.payTo!, amountBaseUnits: s.amountBaseUnits!, authorization: p.authorization, signature: p.signature },
+      { nowSec: Math.floor(now.getTime() / 1000), waitMs: 10_000, recordBroadcast: async () => undefined },
+    );
+    if (settled.status === 'failed') throw new CaptureFailure(settled.code, settled.human);
+    if (settled.status !== 'settled') throw new CaptureFailure('CAPTURE_FAILED', 'The settlement did not confirm in time.');
     reference = settled.reference;
   } else {
     throw new CaptureFailure('RAIL_NOT_IMPLEMENTED', humanOf('RAIL_NOT_IMPLEMENTED'));

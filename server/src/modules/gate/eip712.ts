@@ -1,4 +1,4 @@
-import { recoverTypedDataAddress, type Address, type Hex } from 'viem';
+import { getAddress, recoverTypedDataAddress, type Address, type Hex } from 'viem';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES, type ReasonCode } from '@svc/contract';
 import { CHAINS, type ChainName } from '../receiving/validate.js';
 
@@ -12,7 +12,32 @@ export type Authorization = {
   nonce: string;
 };
 
-export type AuthorizationCheck = { ok: true } | { ok: false; code: ReasonCode; human: string };
+/** On success, the canonical authorization and signature: the form USDC accepts on chain. */
+export type AuthorizationCheck = { ok: true; authorization: Authorization; signature: Hex } | { ok: false; code: ReasonCode; human: string };
+
+/** secp256k1 group order n, and n/2: USDC (like OpenZeppelin's ECDSA) accepts only s <= n/2. */
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+const HALF_N = SECP256K1_N / 2n;
+
+/**
+ * The one canonical form of a 65-byte signature: v as 27/28 (0/1 are accepted as y-parity)
+ * and s in the lower half (a high s is the same signature mirrored: s' = n - s, v flipped).
+ * Both forms recover the same signer, but FiatToken refuses all but this one on chain, so
+ * test and live mode broadcast and accept the same bytes. Null when v is neither.
+ */
+export function canonicalSignature(signature: Hex): Hex | null {
+  const r = signature.slice(2, 66);
+  let s = BigInt('0x' + signature.slice(66, 130));
+  let v = parseInt(signature.slice(130, 132), 16);
+  if (v === 0 || v === 1) v += 27;
+  if (v !== 27 && v !== 28) return null;
+  if (s === 0n || s >= SECP256K1_N) return null;
+  if (s > HALF_N) {
+    s = SECP256K1_N - s;
+    v = v === 27 ? 28 : 27;
+  }
+  return `0x${r}${s.toString(16).padStart(64, '0')}${v.toString(16)}` as Hex;
+}
 
 /** Seconds an authorization must still be valid for when it reaches us (decisions.md: validBefore < now + 6 s is expired). */
 export const MIN_VALIDITY_SECONDS = 6;
@@ -115,10 +140,15 @@ export async function checkAuthorization(input: {
     );
   }
 
+  const canonical = canonicalSignature(signature.toLowerCase() as Hex);
+  if (!canonical) {
+    return fail('SIGNER_MISMATCH', 'payment.signature has v other than 27/28 (or 0/1) or an s outside the curve order; sign the EIP-712 typed data again.');
+  }
+
   const domain = `{name: "${CHAINS[chain].domainName}", version: "${CHAINS[chain].domainVersion}"}`;
   let signer: Address;
   try {
-    signer = await recoverAuthorizationSigner(chain, auth, signature as Hex);
+    signer = await recoverAuthorizationSigner(chain, auth, canonical);
   } catch {
     return fail('SIGNER_MISMATCH', `The signature could not be recovered; sign the EIP-712 domain ${domain} on ${chain}.`);
   }
@@ -128,5 +158,9 @@ export async function checkAuthorization(input: {
       `The signature recovers to ${signer}, not authorization.from ${auth.from}; sign the EIP-712 domain ${domain} on ${chain} with the payer's key.`,
     );
   }
-  return { ok: true };
+  return {
+    ok: true,
+    authorization: { ...auth, from: getAddress(auth.from.toLowerCase()), to: getAddress(auth.to.toLowerCase()), nonce: auth.nonce.toLowerCase() },
+    signature: canonical,
+  };
 }
