@@ -181,7 +181,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Readiness; pings the database with a short timeout
+         * Readiness: pings the database, reports live settlement (RPC, relayer gas)
          * @description Auth: public, no API key.
          */
         get: operations["readyz"];
@@ -1432,6 +1432,11 @@ export interface operations {
                         merchantId: string;
                         next?: string;
                         orderId: string | null;
+                        /** @description Why the last payment failed to settle (for example CAPTURE_FAILED after a pending settlement did not land); pay again. */
+                        paymentError?: {
+                            errorHuman: string;
+                            reasonCodes: string[];
+                        } | null;
                         paymentRequired?: {
                             /** @description Exact decimal; for x402 the total rounded up to a whole base unit. */
                             amount: string;
@@ -1464,8 +1469,11 @@ export interface operations {
                             rail: string;
                             reference: string;
                         } | null;
-                        /** @enum {string} */
-                        state: "awaiting_payment" | "settling" | "accepted" | "rejected" | "held" | "expired";
+                        /**
+                         * @description settling: the transfer is on its way to the chain (poll again); approved: the merchant approved a held order whose authorization expired, so sign a fresh one and settle (see `next`).
+                         * @enum {string}
+                         */
+                        state: "awaiting_payment" | "settling" | "accepted" | "rejected" | "held" | "approved" | "expired";
                         total: {
                             currency: string;
                             subtotal: string;
@@ -1626,7 +1634,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted */
+            /** @description Held for merchant review, or sent to the chain and not yet confirmed (`settlement_pending`): poll `next`. */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -1639,6 +1647,14 @@ export interface operations {
                         review_url: string;
                         /** @enum {string} */
                         status: "hold";
+                    } | {
+                        error_human: string;
+                        /** @description The poll call: the session shows `settling` until the transfer is confirmed or released. */
+                        next: string;
+                        /** @description ["SETTLEMENT_PENDING"] */
+                        reason_codes: string[];
+                        /** @enum {string} */
+                        status: "settlement_pending";
                     };
                 };
             };
@@ -1811,6 +1827,16 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         db: true;
+                        /** @description Live settlement readiness. It does not make the service unready: test mode and the API still work. */
+                        live: {
+                            detail: {
+                                [key: string]: unknown;
+                            };
+                            /** @description onchain, remote, or none (live settles answer 503 FACILITATOR_UNAVAILABLE). */
+                            facilitator: string;
+                            /** @description false: live settles will fail (RPC unreachable, wrong chain, an unfunded relayer); see detail. */
+                            ok: boolean;
+                        };
                         /** @enum {boolean} */
                         ok: true;
                     };
@@ -5771,6 +5797,11 @@ export interface operations {
                         merchantId: string;
                         next?: string;
                         orderId: string | null;
+                        /** @description Why the last payment failed to settle (for example CAPTURE_FAILED after a pending settlement did not land); pay again. */
+                        paymentError?: {
+                            errorHuman: string;
+                            reasonCodes: string[];
+                        } | null;
                         paymentRequired?: {
                             /** @description Exact decimal; for x402 the total rounded up to a whole base unit. */
                             amount: string;
@@ -5803,8 +5834,11 @@ export interface operations {
                             rail: string;
                             reference: string;
                         } | null;
-                        /** @enum {string} */
-                        state: "awaiting_payment" | "settling" | "accepted" | "rejected" | "held" | "expired";
+                        /**
+                         * @description settling: the transfer is on its way to the chain (poll again); approved: the merchant approved a held order whose authorization expired, so sign a fresh one and settle (see `next`).
+                         * @enum {string}
+                         */
+                        state: "awaiting_payment" | "settling" | "accepted" | "rejected" | "held" | "approved" | "expired";
                         total: {
                             currency: string;
                             subtotal: string;
@@ -5956,6 +5990,24 @@ export interface operations {
                         receipt: string;
                         /** @enum {string} */
                         status: "accepted";
+                    };
+                };
+            };
+            /** @description settlement_pending: the transfer is sent, the order follows when it confirms; awaiting_reauthorization: the held authorization expired, the agent is asked to sign a fresh one (the gate does not hold it again). */
+            202: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error_human: string;
+                        order_id: string | null;
+                        reason_codes: string[];
+                        session_id: string;
+                        /** @enum {string} */
+                        status: "settlement_pending" | "awaiting_reauthorization";
                     };
                 };
             };

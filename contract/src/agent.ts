@@ -104,7 +104,11 @@ export const CheckoutCreated = z.object({
 });
 export type CheckoutCreated = z.infer<typeof CheckoutCreated>;
 
-export const SessionState = z.enum(['awaiting_payment', 'settling', 'accepted', 'rejected', 'held', 'expired']);
+export const SessionState = z
+  .enum(['awaiting_payment', 'settling', 'accepted', 'rejected', 'held', 'approved', 'expired'])
+  .describe(
+    'settling: the transfer is on its way to the chain (poll again); approved: the merchant approved a held order whose authorization expired, so sign a fresh one and settle (see `next`).',
+  );
 export const VerdictView = z.object({
   decision: z.enum(['accept', 'reject', 'hold']),
   tier: TrustTier,
@@ -126,6 +130,11 @@ export const SessionView = z.object({
   receipt: z.string().nullable(),
   orderId: z.string().nullable(),
   settlement: z.object({ rail: z.string(), reference: z.string() }).nullable(),
+  paymentError: z
+    .object({ reasonCodes: z.array(z.string()), errorHuman: z.string() })
+    .nullable()
+    .optional()
+    .describe('Why the last payment failed to settle (for example CAPTURE_FAILED after a pending settlement did not land); pay again.'),
   createdAt: z.number().int(),
   expiresAt: z.number().int(),
   next: z.string().optional(),
@@ -171,6 +180,12 @@ export const SettleHeld = z.object({
   reason_codes: z.array(z.string()),
   error_human: z.string(),
   next: z.string(),
+});
+export const SettlePending = z.object({
+  status: z.literal('settlement_pending'),
+  reason_codes: z.array(z.string()).describe('["SETTLEMENT_PENDING"]'),
+  error_human: z.string(),
+  next: z.string().describe('The poll call: the session shows `settling` until the transfer is confirmed or released.'),
 });
 export const SettlePaymentInvalid = z.object({
   status: z.literal('payment_invalid'),
@@ -236,7 +251,9 @@ export const agentContract = c.router({
     body: SettleBody,
     responses: {
       200: SettleAccepted,
-      202: SettleHeld,
+      202: z
+        .union([SettleHeld, SettlePending])
+        .describe('Held for merchant review, or sent to the chain and not yet confirmed (`settlement_pending`): poll `next`.'),
       402: SettlePaymentInvalid,
       403: z.union([SettleRejected, ErrorBody]).describe('A gate rejection ({status: rejected, ...}) or, for a live key on a test-only rail, the plain error body.'),
       ...publicErrors,

@@ -49,7 +49,10 @@ export const REASON_CODES = {
   SESSION_ALREADY_SETTLED: { status: 409, human: 'The session already reached a terminal state with a different payment.' },
   SESSION_EXPIRED: { status: 410, human: 'The checkout session has expired; open a new one.' },
   SESSION_NOT_HELD: { status: 409, human: 'The session is not awaiting review.' },
-  FACILITATOR_UNAVAILABLE: { status: 503, human: 'No facilitator is configured for live settlement.' },
+  FACILITATOR_UNAVAILABLE: { status: 503, human: 'No facilitator is configured for live settlement, or it cannot be reached.' },
+  SETTLEMENT_PENDING: { status: 202, human: 'The transfer was sent and is not confirmed yet; poll the session for the outcome.' },
+  SETTLEMENT_IN_PROGRESS: { status: 409, human: 'Another payment for this session is being settled; poll the session.' },
+  REAUTHORIZATION_REQUIRED: { status: 202, human: 'The merchant approved the order, but the held authorization has expired: the agent must sign a fresh one and settle.' },
   RAIL_NOT_IMPLEMENTED: { status: 402, human: 'This rail is a typed stub and cannot settle.' },
 
   // payment proof (402)

@@ -36,8 +36,21 @@ export const healthContract = c.router({
   readyz: {
     method: 'GET',
     path: '/readyz',
-    responses: { 200: z.object({ ok: z.literal(true), db: z.literal(true) }), 503: z.object({ reason_codes: z.array(z.string()), error_human: z.string() }) },
-    summary: 'Readiness; pings the database with a short timeout',
+    responses: {
+      200: z.object({
+        ok: z.literal(true),
+        db: z.literal(true),
+        live: z
+          .object({
+            facilitator: z.string().describe('onchain, remote, or none (live settles answer 503 FACILITATOR_UNAVAILABLE).'),
+            ok: z.boolean().describe('false: live settles will fail (RPC unreachable, wrong chain, an unfunded relayer); see detail.'),
+            detail: z.record(z.string(), z.unknown()),
+          })
+          .describe('Live settlement readiness. It does not make the service unready: test mode and the API still work.'),
+      }),
+      503: z.object({ reason_codes: z.array(z.string()), error_human: z.string() }),
+    },
+    summary: 'Readiness: pings the database, reports live settlement (RPC, relayer gas)',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Health', operationId: 'readyz' }),
   },
 });

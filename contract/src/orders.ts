@@ -48,7 +48,22 @@ export const sessionsContract = c.router({
     path: '/v1/sessions/:id/approve',
     pathParams: SessionParams,
     body: c.noBody(),
-    responses: { 200: SettleAccepted, ...keyErrors, 402: ErrorBody, 409: ErrorBody, 503: ErrorBody },
+    responses: {
+      200: SettleAccepted,
+      202: z
+        .object({
+          status: z.enum(['settlement_pending', 'awaiting_reauthorization']),
+          session_id: z.string(),
+          order_id: z.string().nullable(),
+          reason_codes: z.array(z.string()),
+          error_human: z.string(),
+        })
+        .describe('settlement_pending: the transfer is sent, the order follows when it confirms; awaiting_reauthorization: the held authorization expired, the agent is asked to sign a fresh one (the gate does not hold it again).'),
+      ...keyErrors,
+      402: ErrorBody,
+      409: ErrorBody,
+      503: ErrorBody,
+    },
     summary: 'Approve a held session: runs capture and issues the receipt',
     metadata: meta({ auth: 'key', scopes: ['orders:write'], tag: 'Orders', operationId: 'approveSession' }),
   },

@@ -45,20 +45,32 @@ export type WaitOptions = {
   timeoutMs?: number;
   signal?: AbortSignal;
 };
-/** The merchant's review decides a hold: accepted or rejected. */
-export type ResolvedOutcome = AcceptedOutcome | RejectedOutcome;
+/**
+ * How a hold or a pending settlement ends: accepted, rejected (declined, lapsed), or
+ * payment_invalid (the transfer did not land, or a fresh authorization was refused).
+ */
+export type ResolvedOutcome = AcceptedOutcome | RejectedOutcome | PaymentInvalidOutcome;
 /** Held for merchant review: `review_url` is the merchant's view; poll with `waitForResolution`. */
-export type HeldOutcome = ClientInferResponseBody<A['settle'], 202> & {
+export type HeldOutcome = Extract<ClientInferResponseBody<A['settle'], 202>, { status: 'hold' }> & {
+  session_id: string;
+  /**
+   * Polls until the review ends. When the merchant approves after the held authorization
+   * expired, it signs a fresh authorization and settles (no second hold) before returning.
+   */
+  waitForResolution(options?: WaitOptions): Promise<ResolvedOutcome>;
+};
+/** The transfer was sent and is not confirmed yet; `waitForResolution` polls until it is settled or released. */
+export type PendingOutcome = Extract<ClientInferResponseBody<A['settle'], 202>, { status: 'settlement_pending' }> & {
   session_id: string;
   waitForResolution(options?: WaitOptions): Promise<ResolvedOutcome>;
 };
 /**
- * The four expected results of a settle, discriminated on `status`. They are results, not
+ * The five expected results of a settle, discriminated on `status`. They are results, not
  * errors: each is a normal business outcome an agent must branch on. Errors are thrown only
  * for what is not an outcome of the gate (unknown or expired session, a settled session paid
  * differently, validation, network).
  */
-export type SettleOutcome = AcceptedOutcome | HeldOutcome | PaymentInvalidOutcome | RejectedOutcome;
+export type SettleOutcome = AcceptedOutcome | HeldOutcome | PendingOutcome | PaymentInvalidOutcome | RejectedOutcome;
 
 /** The session's payment requirement cannot be signed (a card session, a missing field, an unknown chain). */
 export class PaymentRequirementError extends SvcError {
@@ -359,7 +371,12 @@ export class MerchantHandle {
     const status = (res.body as { status?: unknown } | undefined)?.status;
     if (res.status === 200 && status === 'accepted') return { ...res.body, session_id: sessionId };
     if (res.status === 202 && status === 'hold') {
-      return { ...res.body, session_id: sessionId, waitForResolution: (o?: WaitOptions) => this.waitForResolution(sessionId, o) };
+      const held = res.body as Omit<HeldOutcome, 'session_id' | 'waitForResolution'>;
+      return { ...held, session_id: sessionId, waitForResolution: (o?: WaitOptions) => this.waitForResolution(sessionId, o) };
+    }
+    if (res.status === 202 && status === 'settlement_pending') {
+      const pending = res.body as Omit<PendingOutcome, 'session_id' | 'waitForResolution'>;
+      return { ...pending, session_id: sessionId, waitForResolution: (o?: WaitOptions) => this.waitForResolution(sessionId, o) };
     }
     if (res.status === 402 && status === 'payment_invalid') return { ...res.body, session_id: sessionId };
     if (res.status === 403 && status === 'rejected') return { ...(res.body as Omit<RejectedOutcome, 'session_id'>), session_id: sessionId };
@@ -372,7 +389,11 @@ export class MerchantHandle {
     return this.pay(session, request);
   }
 
-  /** Polls a held session until the merchant's review accepts or rejects it. */
+  /**
+   * Polls a held or settling session until it ends. A hold the merchant approved after its
+   * authorization expired comes back `approved`: this signs a fresh authorization and settles
+   * it (the gate does not hold it again), then keeps polling if that settlement is pending.
+   */
   async waitForResolution(sessionId: string, options: WaitOptions = {}): Promise<ResolvedOutcome> {
     const intervalMs = options.intervalMs ?? 2_000;
     const deadline = Date.now() + (options.timeoutMs ?? 15 * 60_000);
@@ -384,6 +405,16 @@ export class MerchantHandle {
       if (view.state === 'rejected' || view.state === 'expired') {
         const codes = view.verdict?.reasonCodes.length ? view.verdict.reasonCodes : view.state === 'expired' ? ['SESSION_EXPIRED'] : [];
         return { status: 'rejected', reason_codes: codes, error_human: humanFor(codes[0]), session_id: sessionId };
+      }
+      if (view.state === 'awaiting_payment' && view.paymentError) {
+        // A pending settlement that did not land: the session is open again and can be paid anew.
+        return { status: 'payment_invalid', reason_codes: view.paymentError.reasonCodes, error_human: view.paymentError.errorHuman, session_id: sessionId };
+      }
+      if (view.state === 'approved' && !view.paymentError) {
+        const outcome = await this.pay(view, { signal: options.signal });
+        if (outcome.status === 'accepted' || outcome.status === 'rejected' || outcome.status === 'payment_invalid') return outcome;
+      } else if (view.state === 'approved' && view.paymentError) {
+        return { status: 'payment_invalid', reason_codes: view.paymentError.reasonCodes, error_human: view.paymentError.errorHuman, session_id: sessionId };
       }
       if (Date.now() + intervalMs > deadline) throw new ResolutionTimeoutError(sessionId, view.state);
       await sleep(intervalMs, options.signal);

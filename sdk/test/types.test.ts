@@ -61,7 +61,7 @@ describe('types inferred from the contract', () => {
     expectTypeOf(svc.livemode).toEqualTypeOf<boolean>();
     expectTypeOf<HeldOutcome['status']>().toEqualTypeOf<'hold'>();
     expectTypeOf<AcceptedOutcome['fulfillment']>().toEqualTypeOf<{ rail: string; reference: string }>();
-    expectTypeOf<SettleOutcome['status']>().toEqualTypeOf<'accepted' | 'hold' | 'payment_invalid' | 'rejected'>();
+    expectTypeOf<SettleOutcome['status']>().toEqualTypeOf<'accepted' | 'hold' | 'settlement_pending' | 'payment_invalid' | 'rejected'>();
 
     const agent = new AgentClient({ account: privateKeyToAccount(generatePrivateKey()) });
     expectTypeOf(agent.discover).returns.resolves.toEqualTypeOf<MerchantHandle>();

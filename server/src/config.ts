@@ -26,6 +26,10 @@ const ConfigSchema = z.object({
   SVC_WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(1000).default(1),
   SVC_RUN_WORKER: bool.default('true'),
   SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** How long a settle waits for the chain before answering 202 settlement_pending. */
+  SVC_SETTLE_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** How often the settlement worker looks for unresolved attempts and lapsed holds. */
+  SVC_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(1_000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { buildApp } from './app.js';
 import { loadConfigOrExit, startServicesOrExit } from './startup.js';
 import { startWebhookWorker } from './modules/webhooks/worker.js';
+import { startSettlementWorker } from './modules/settlement/reconciler.js';
 
 async function main() {
   const config = loadConfigOrExit();
@@ -14,9 +15,11 @@ async function main() {
   });
   // Webhook delivery runs in the server by default; SVC_RUN_WORKER=false leaves it to `npm run worker`.
   const worker = config.SVC_RUN_WORKER ? startWebhookWorker(services) : null;
+  // The settlement worker (reconciler and hold sweeper) runs beside it.
+  const settlement = config.SVC_RUN_WORKER ? startSettlementWorker(services) : null;
   const stop = (signal: string) => {
     log.info({ signal }, 'shutting down');
-    const workerStopped = (worker?.stop() ?? Promise.resolve()).catch(() => undefined);
+    const workerStopped = Promise.all([worker?.stop(), settlement?.stop(), services.facilitators.live.close()]).catch(() => undefined);
     server.close(() => {
       workerStopped.finally(() => services.orm.close().finally(() => process.exit(0)));
     });

@@ -1,8 +1,9 @@
 import { loadConfigOrExit, startServicesOrExit } from './startup.js';
 import { startWebhookWorker } from './modules/webhooks/worker.js';
+import { startSettlementWorker } from './modules/settlement/reconciler.js';
 
 /**
- * `npm run worker`: webhook delivery without the HTTP server. Run as many as you like
+ * `npm run worker`: webhook delivery and the settlement reconciler without the HTTP server. Run as many as you like
  * against one PostgreSQL database (pair them with SVC_RUN_WORKER=false on the servers if
  * you want delivery only here). Embedded PGlite belongs to a single process, so there the
  * worker runs inside `npm start` instead.
@@ -17,11 +18,11 @@ async function main() {
   }
   const services = await startServicesOrExit(config);
   const worker = startWebhookWorker(services);
+  const settlement = startSettlementWorker(services);
   services.log.info({ retry_scale: config.SVC_WEBHOOK_RETRY_SCALE }, 'svc-checkout webhook worker running');
   const stop = (signal: string) => {
     services.log.info({ signal }, 'shutting down');
-    worker
-      .stop()
+    Promise.all([worker.stop(), settlement.stop(), services.facilitators.live.close()])
       .catch(() => undefined)
       .finally(() => services.orm.close().finally(() => process.exit(0)));
     setTimeout(() => process.exit(0), 15_000).unref();

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentId, newBuyer, publishedMerchant } from './helpers/agent.js';
 import { eventTypes, openSession, ordersOf, payX402, poll, settle, verifyReceipt, type Session } from './helpers/agent-protocol.js';
-import { expectError } from './helpers/foundation.js';
+import { expectError, sql } from './helpers/foundation.js';
+import { startSettlementWorker } from '../src/modules/settlement/reconciler.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
 
 let app: TestApp;
@@ -141,21 +142,66 @@ describe('hold for review', () => {
     expect((await poll(app, shop.base, s.id)).body.state).toBe('awaiting_payment');
   });
 
-  it("GIVEN a held session WHEN the merchant approves after the buyer's authorization expired THEN 402 CAPTURE_FAILED and the session stays held for a decline", async () => {
-    const { s } = await heldSession();
+  it("GIVEN a held session WHEN the merchant approves after the buyer's authorization expired THEN 202 awaiting_reauthorization, the agent signs a fresh authorization and the order settles without another hold", async () => {
+    const { s, payment } = await heldSession();
+    const [held] = await ordersOf(app, s.id);
     const realNow = app.services.now;
     // signPayment authorizes for 300 s; review takes longer.
     const later = new Date(Date.now() + 400_000);
     app.services.now = () => later;
+    let approved;
     try {
-      expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key }), 402, 'CAPTURE_FAILED');
+      approved = await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key });
     } finally {
       app.services.now = realNow;
     }
-    expect((await poll(app, shop.base, s.id)).body.state).toBe('held');
+    expect(approved.status, approved.text).toBe(202);
+    expect(approved.body).toMatchObject({ status: 'awaiting_reauthorization', session_id: s.id, order_id: held!.id, reason_codes: ['REAUTHORIZATION_REQUIRED'] });
+    // Nothing settled yet: the order is still held and no event beyond order.held exists.
     expect((await ordersOf(app, s.id))[0]!.decision).toBe('hold');
     expect(await eventTypes(app, s.id)).toEqual(['order.held']);
-    expect((await app.request('POST', `/v1/sessions/${s.id}/decline`, { key: shop.key })).status).toBe(200);
+
+    // The poll hands the session back to the agent: a fresh requirement and the settle call.
+    const view = await poll(app, shop.base, s.id);
+    expect(view.body).toMatchObject({ state: 'approved', verdict: { decision: 'accept' } });
+    expect(view.body.paymentRequired).toMatchObject({ amountBaseUnits: s.pr.amountBaseUnits, payTo: s.pr.payTo });
+    expect(view.body.next).toMatch(new RegExp(`^POST ${shop.base}/agent/checkout/${s.id}/settle `));
+    // The old, expired authorization cannot settle it; a second approval is a conflict.
+    app.services.now = () => later;
+    try {
+      const stale = await settle(app, shop.base, s.id, payment);
+      expect(stale.status, stale.text).toBe(402);
+      expect(stale.body.reason_codes).toEqual(['PAYMENT_EXPIRED']);
+    } finally {
+      app.services.now = realNow;
+    }
+    expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key }), 409, 'SESSION_NOT_HELD');
+
+    // A fresh authorization settles under the approved verdict: no second hold.
+    const { res } = await payX402(app, shop.base, { ...s, pr: view.body.paymentRequired }, newBuyer());
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.order_id, res.text).toBe(held!.id);
+    expect((await verifyReceipt(app, shop.base, res.body.receipt)).claims.orderId).toBe(held!.id);
+    expect((await ordersOf(app, s.id))[0]).toMatchObject({ decision: 'accept', settlement_ref: res.body.fulfillment.reference });
+    expect(await eventTypes(app, s.id)).toEqual(['order.held', 'order.accepted', 'order.settled']);
+    expect((await poll(app, shop.base, s.id)).body).toMatchObject({ state: 'accepted', orderId: held!.id, receipt: res.body.receipt });
+  });
+
+  it('GIVEN a held session whose review window lapses WHEN the settlement worker sweeps THEN it is rejected with order.rejected, without anyone acting', async () => {
+    const { s } = await heldSession();
+    const realNow = app.services.now;
+    app.services.now = () => new Date(Date.now() + 24 * 3600_000 + 60_000);
+    try {
+      const worker = startSettlementWorker(app.services, { intervalMs: 3_600_000 });
+      await worker.stop();
+      await worker.runOnce();
+    } finally {
+      app.services.now = realNow;
+    }
+    expect((await ordersOf(app, s.id))[0]!.decision).toBe('reject');
+    expect(await eventTypes(app, s.id)).toEqual(['order.held', 'order.rejected']);
+    const [row] = await sql(app, 'select state, verdict from checkout_sessions where id = ?', [s.id]);
+    expect(row).toMatchObject({ state: 'rejected', verdict: { reasonCodes: ['REVIEW_WINDOW_EXPIRED'] } });
   });
 
   it('GIVEN a held session nobody reviews WHEN the 24 h review window passes THEN the poll shows it rejected and a late approval is 409, recording the rejection', async () => {

@@ -6,5 +6,6 @@ import { IdempotencyRecord } from './idempotency-entity.js';
 import { CheckoutSessionEntity } from '../modules/checkout/entity.js';
 import { OrderEntity, ReceiptEntity } from '../modules/orders/entity.js';
 import { WebhookEndpointEntity } from '../modules/webhooks/entity.js';
+import { SettlementAttemptEntity, SettlementTransactionEntity } from '../modules/settlement/entity.js';
 
-export const entities = [Organization, Project, ApiKey, MerchantEntity, CatalogItemEntity, PolicyVersionEntity, IdempotencyRecord, CheckoutSessionEntity, OrderEntity, ReceiptEntity, WebhookEndpointEntity];
+export const entities = [Organization, Project, ApiKey, MerchantEntity, CatalogItemEntity, PolicyVersionEntity, IdempotencyRecord, CheckoutSessionEntity, OrderEntity, ReceiptEntity, WebhookEndpointEntity, SettlementAttemptEntity, SettlementTransactionEntity];

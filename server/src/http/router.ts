@@ -23,6 +23,7 @@ import { lookupReputation } from '../modules/reputation/service.js';
 import { ingestDecision, ingestOrder, ingestSession } from '../modules/ingest/service.js';
 import { authed, ctxOf, type Ctx } from './context.js';
 import { webhooksRouter } from './webhook-routes.js';
+import { liveReadiness } from '../rails/index.js';
 
 /** Where hosted links (review_url) point: SVC_PUBLIC_BASE_URL, else the origin the request came to. */
 function baseUrlOf(req: { protocol: string; get(name: string): string | undefined }, ctx: Ctx): string {
@@ -47,7 +48,8 @@ export const router = s.router(contract, {
       const ctx = ctxOf(req);
       const ok = await pingDatabase(ctx.services.orm, 1500);
       if (!ok) throw new ApiError('DATABASE_UNAVAILABLE');
-      return { status: 200, body: { ok: true, db: true } };
+      const live = await liveReadiness(ctx.services.facilitators.live, 1500);
+      return { status: 200, body: { ok: true, db: true, live } };
     },
   },
   me: {
@@ -180,8 +182,9 @@ export const router = s.router(contract, {
       const ctx = authed(req);
       const { merchant } = await sessionForMerchantKey(ctx.em, ctx.auth, params.id);
       const out = await resolveHold(ctx, merchant, params.id, 'approve');
-      if (out.kind !== 'approved') throw new ApiError('SESSION_NOT_HELD');
-      return { status: 200, body: out.body };
+      if (out.kind === 'approved') return { status: 200, body: out.body };
+      if (out.kind === 'approval_pending') return { status: 202, body: out.body };
+      throw new ApiError('SESSION_NOT_HELD');
     },
     decline: async ({ req, params }) => {
       const ctx = authed(req);

@@ -4,7 +4,7 @@ import type { Logger } from '../lib/logger.js';
 import { ApiError } from '../lib/errors.js';
 import { UnconfiguredLiveFacilitator } from './live-facilitator.js';
 import { MockFacilitator } from './mock-facilitator.js';
-import type { Facilitator } from './types.js';
+import type { Facilitator, FacilitatorHealth } from './types.js';
 
 export type * from './types.js';
 export { MockFacilitator, mockReference, MOCK_CHAIN, type MockFacilitatorOptions } from './mock-facilitator.js';
@@ -32,4 +32,19 @@ export function cardRailNotImplemented(): ApiError {
   return new ApiError('RAIL_NOT_IMPLEMENTED', 'The card rail is a typed stub in v1 and cannot settle; pay over x402.', {
     extra: { status: 'payment_invalid' },
   });
+}
+
+/** The live facilitator's health for /readyz, bounded in time: a hung RPC reads as not ok. */
+export async function liveReadiness(f: Facilitator, timeoutMs: number): Promise<{ facilitator: string; ok: boolean; detail: Record<string, unknown> }> {
+  const name = f.name === 'unconfigured-live' ? 'none' : f.name;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<FacilitatorHealth>((resolve) => {
+    timer = setTimeout(() => resolve({ ok: false, detail: { error: `no answer within ${timeoutMs} ms` } }), timeoutMs);
+  });
+  try {
+    const h = await Promise.race([f.health().catch((err: unknown) => ({ ok: false, detail: { error: err instanceof Error ? err.message : String(err) } })), timeout]);
+    return { facilitator: name, ok: h.ok, detail: h.detail };
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -13,7 +13,7 @@ export const CheckoutSessionEntity = defineEntity({
     merchantId: p.string(),
     livemode: p.boolean(),
     agentId: p.string().columnType('uuid'),
-    state: p.string().$type<'awaiting_payment' | 'settling' | 'accepted' | 'rejected' | 'held' | 'expired'>(),
+    state: p.string().$type<'awaiting_payment' | 'settling' | 'accepted' | 'rejected' | 'held' | 'approved' | 'expired'>(),
     lines: p.json<SessionLine[]>(),
     currency: p.string(),
     subtotal: p.string(),
@@ -42,6 +42,10 @@ export const CheckoutSessionEntity = defineEntity({
     settlementRef: p.string().nullable(),
     policyVersion: p.integer().nullable(),
     policyHash: p.string().nullable(),
+    /** The gate's result while held or settling, so approval and phase 3 use exactly what was gated. */
+    gate: p.json<Record<string, unknown>>().nullable(),
+    /** Why the last attempt to pay failed (shown on the poll until the next settle). */
+    paymentError: p.json<{ reasonCodes: string[]; errorHuman: string }>().nullable(),
     createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
     expiresAt: p.datetime().columnType('timestamptz'),
     settledAt: p.datetime().columnType('timestamptz').nullable(),

@@ -178,7 +178,7 @@ export async function findSession(em: Em, m: Pick<MerchantRow, 'id'>, id: string
 
 /** The poll view of decisions.md (camelCase, unix seconds). */
 export function sessionView(s: SessionRow, now: Date, reviewNext?: string): SessionView {
-  const expired = s.state === 'awaiting_payment' && now > s.expiresAt;
+  const expired = (s.state === 'awaiting_payment' || s.state === 'approved') && now > s.expiresAt;
   // A hold nobody reviewed in its window is rejected; the merchant's next approve/decline commits it.
   const lapsed = s.state === 'held' && !!s.holdExpiresAt && now > s.holdExpiresAt;
   const state = expired ? 'expired' : lapsed ? 'rejected' : s.state;
@@ -196,13 +196,15 @@ export function sessionView(s: SessionRow, now: Date, reviewNext?: string): Sess
     receipt: s.receiptJws ?? null,
     orderId: s.orderId ?? null,
     settlement: s.settlementRef ? { rail: s.rail, reference: s.settlementRef } : null,
+    ...(s.paymentError ? { paymentError: s.paymentError } : {}),
     createdAt: unix(s.createdAt),
     expiresAt: unix(s.expiresAt),
   };
-  if (state === 'awaiting_payment') {
+  if (state === 'awaiting_payment' || state === 'approved') {
     view.paymentRequired = paymentRequiredOf(s);
     view.next = settleCall(s.pathPrefix, s.id, s.rail);
   }
   if (state === 'held') view.next = reviewNext ?? pollCall(s.pathPrefix, s.id);
+  if (state === 'settling') view.next = pollCall(s.pathPrefix, s.id);
   return view;
 }

@@ -1,29 +1,36 @@
 import { LockMode } from '@mikro-orm/core';
-import { humanOf, resolvePolicy, type ReasonCode, type SettleBody, type Total } from '@svc/contract';
+import { humanOf, resolvePolicy, type ReasonCode, type SettleBody } from '@svc/contract';
 import type { Hex } from 'viem';
 import type { Em } from '../../db/orm.js';
 import type { Ctx } from '../../http/context.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
-import { newId } from '../../lib/ids.js';
 import { facilitatorFor, settleMockRail } from '../../rails/index.js';
-import type { Authorization } from '../gate/eip712.js';
+import type { Facilitator, PaymentProof } from '../../rails/types.js';
+import type { Services } from '../../services.js';
+import { MIN_VALIDITY_SECONDS, type Authorization } from '../gate/eip712.js';
 import { verifyMandate, type MandateResult } from '../gate/mandate.js';
-import { inputFingerprint, signReceipt, type ReceiptClaims } from '../gate/receipt.js';
 import { evaluatePolicy, trustTier, type Verdict } from '../gate/verdict.js';
 import { recordEvent } from '../events/service.js';
 import type { MerchantRow } from '../merchants/service.js';
-import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
+import { OrderEntity } from '../orders/entity.js';
 import { activePolicy, policyHash } from '../policy/service.js';
 import { applyOutcome, readReputation } from '../reputation/service.js';
+import { newOrder, orderObject, storeSettleResult, writeAccepted, type AcceptedResult, type GateContext } from '../settlement/accepted.js';
+import { driveAttempt, markSettled, openAttempt, type AttemptOutcome } from '../settlement/engine.js';
+import type { ReturnState } from '../settlement/entity.js';
 import { CheckoutSessionEntity, totalOf, type SessionRow } from './entity.js';
 import { findSession, pollCall } from './service.js';
 
+export { orderObject };
 export const HOLD_REVIEW_SECONDS = 24 * 3600;
+/** Approval broadcasts an authorization only if it stays valid this long; else the agent signs a fresh one. */
+export const APPROVAL_MIN_VALIDITY_SECONDS = 60;
 
 export type SettleResult =
-  | { status: 200; body: { status: 'accepted'; order_id: string; receipt: string; fulfillment: { rail: string; reference: string } } }
+  | AcceptedResult
   | { status: 202; body: { status: 'hold'; review_url: string; reason_codes: string[]; error_human: string; next: string } }
+  | { status: 202; body: { status: 'settlement_pending'; reason_codes: string[]; error_human: string; next: string } }
   | { status: 402; body: { status: 'payment_invalid'; reason_codes: string[]; error_human: string } }
   | { status: 403; body: { status: 'rejected'; reason_codes: string[]; error_human: string } };
 
@@ -34,6 +41,10 @@ const paymentInvalid = (code: ReasonCode, human?: string): SettleResult => ({
 const rejected = (codes: ReasonCode[], human?: string): SettleResult => ({
   status: 403,
   body: { status: 'rejected', reason_codes: codes, error_human: human ?? humanOf(codes[0]!) },
+});
+const settlementPending = (s: Pick<SessionRow, 'pathPrefix' | 'id'>): SettleResult => ({
+  status: 202,
+  body: { status: 'settlement_pending', reason_codes: ['SETTLEMENT_PENDING'], error_human: humanOf('SETTLEMENT_PENDING'), next: pollCall(s.pathPrefix, s.id) },
 });
 
 /** Thrown inside the settle transaction to roll it back (releasing reservations) with a 402. */
@@ -53,35 +64,25 @@ function replayOrConflict(s: SessionRow, paymentHash: string): SettleResult {
   throw new ApiError('SESSION_ALREADY_SETTLED', `The session is already ${s.state}; a different payment cannot settle it.`);
 }
 
+/** A settle while the session's transfer is in flight: the same payment learns it is pending, another is 409. */
+function whileSettling(s: SessionRow, paymentHash: string): SettleResult {
+  if (s.settlePaymentHash === paymentHash) return settlementPending(s);
+  throw new ApiError('SETTLEMENT_IN_PROGRESS');
+}
+
 function x402Payment(payment: SettleBody['payment']): { auth: Authorization; signature: Hex; scheme: string } | null {
   if (!('authorization' in payment)) return null;
   return { auth: payment.authorization, signature: payment.signature as Hex, scheme: payment.scheme };
 }
 
-/** The event and feed projection of an order (section 6 order object). */
-export function orderObject(o: InstanceType<typeof OrderEntity.class>): Record<string, unknown> {
-  return {
-    id: o.id,
-    session_id: o.sessionId,
-    merchant_id: o.merchantId,
-    agent_id: o.agentId,
-    total: o.total,
-    items: o.items,
-    rail_name: o.railName,
-    ...(o.settlementRef ? { settlement_ref: o.settlementRef } : {}),
-    ...(o.receiptId ? { receipt_id: o.receiptId } : {}),
-    mandate_type: o.mandateType,
-    mandate_ref: o.mandateRef ?? null,
-    trust_tier: o.trustTier,
-    ...(o.buyer ? { buyer: o.buyer } : {}),
-  };
-}
-
-type GateContext = { mandate: MandateResult; verdict: Verdict; policyVersion: number; policyHash: string; fingerprintInputs: Record<string, unknown> };
+/** What phase 1 hands to phase 2: a committed attempt, or a result already final. */
+type Phase1 = { kind: 'done'; result: SettleResult } | { kind: 'drive'; attemptId: string; proof: PaymentProof; facilitator: Facilitator };
 
 /**
- * POST settle: load -> idempotent replay -> proof check -> mandate verify -> (one transaction:
- * row lock, replay reservations by unique constraints, reputation, verdict, capture, receipt).
+ * POST settle: load -> idempotent replay -> proof check -> mandate verify -> phase 1 (one
+ * transaction: row lock, replay reservations, reputation, verdict, and on accept a durable
+ * settlement attempt) -> phase 2 (facilitator, no transaction) -> phase 3 (order, receipt,
+ * events). An in-process facilitator (the test-mode mock) settles inside phase 1.
  */
 export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string, body: SettleBody, baseUrl: string): Promise<SettleResult> {
   const { em, services } = ctx;
@@ -91,13 +92,17 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
   const paymentHash = canonicalHash(body.payment);
 
   if (TERMINAL.has(s.state)) return replayOrConflict(s, paymentHash);
+  if (s.state === 'settling') return whileSettling(s, paymentHash);
   if (s.state === 'expired' || now > s.expiresAt) {
     if (s.state !== 'expired') await em.execute(`update checkout_sessions set state = 'expired' where id = ? and state = 'awaiting_payment'`, [s.id]);
     throw new ApiError('SESSION_EXPIRED');
   }
+  const approved = s.state === 'approved';
 
   // Proof of payment, checked before anything is reserved (a bad proof reserves nothing).
   const x402 = x402Payment(body.payment);
+  let proof: PaymentProof | null = null;
+  const facilitator = s.rail === 'x402' ? facilitatorFor(services.facilitators, m.livemode) : null;
   if (s.rail === 'card') return paymentInvalid('RAIL_NOT_IMPLEMENTED');
   if (s.rail === 'mock') {
     if (m.livemode) throw new ApiError('TEST_MODE_RAIL_FORBIDDEN');
@@ -107,104 +112,77 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
     if (x402.scheme !== 'x402-exact') {
       return await recordPaymentInvalid(em, s, paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', `payment.scheme must be x402-exact, got ${x402.scheme}.`));
     }
-    const verified = await facilitatorFor(services.facilitators, m.livemode).verify(
+    const verified = await facilitator!.verify(
       { chain: s.chain!, payTo: s.payTo!, amountBaseUnits: s.amountBaseUnits!, authorization: x402.auth, signature: x402.signature },
       nowSec,
     );
     if (!verified.ok) return await recordPaymentInvalid(em, s, paymentInvalid(verified.code, verified.human));
+    proof = verified.proof;
   }
 
-  const mandate = await verifyMandate(s.mandate, {
-    jwksUrl: m.trustedSvcJwksUrl ?? null,
-    merchantId: m.id,
-    merchantDomain: m.domain,
-    total: s.total,
-    currency: s.currency,
-    agentId: s.agentId,
-    now,
-  });
+  // An approved session was gated already (the merchant approved the verdict); only the payment is new.
+  const mandate: MandateResult = approved
+    ? (s.gate as unknown as GateContext).mandate
+    : await verifyMandate(s.mandate, {
+        jwksUrl: m.trustedSvcJwksUrl ?? null,
+        merchantId: m.id,
+        merchantDomain: m.domain,
+        total: s.total,
+        currency: s.currency,
+        agentId: s.agentId,
+        now,
+      });
   if (mandate.present && !mandate.ok && mandate.code === 'MANDATE_ISSUER_UNAVAILABLE') {
     // The issuer's keys could not be fetched: not the agent's fault, so not terminal.
     return rejected(['MANDATE_ISSUER_UNAVAILABLE'], mandate.human);
   }
 
+  let phase1: Phase1;
   try {
-    return await em.transactional(async (tx) => {
+    phase1 = await em.transactional(async (tx): Promise<Phase1> => {
+      const done = (result: SettleResult): Phase1 => ({ kind: 'done', result });
       const locked = await tx.findOneOrFail(CheckoutSessionEntity, { id: s.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-      if (TERMINAL.has(locked.state)) return replayOrConflict(locked, paymentHash);
-      if (locked.state !== 'awaiting_payment') throw new ApiError('SESSION_EXPIRED');
+      if (TERMINAL.has(locked.state)) return done(replayOrConflict(locked, paymentHash));
+      if (locked.state === 'settling') return done(whileSettling(locked, paymentHash));
+      if (locked.state !== (approved ? 'approved' : 'awaiting_payment')) throw new ApiError('SESSION_EXPIRED');
       // One gate at a time per (merchant, agent): velocity and daily caps count the agent's other
       // sessions, so a concurrent settle must wait for this one to commit (row locks cover only this session).
       await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`gate:${locked.merchantId}:${locked.agentId}`]);
-      const reputation = await readReputation(tx, 'agent', locked.agentId);
-      const tierNow = trustTier(mandate, reputation.known);
 
-      if (mandate.present && !mandate.ok) {
-        return finishRejected(tx, ctx, m, locked, paymentHash, body, [mandate.code ?? 'MANDATE_MALFORMED'], mandate.human, tierNow, mandate, 'rejected');
-      }
-      if (mandate.present && mandate.ok && mandate.issuer && mandate.subject) {
-        const won = await tx.execute(
-          'insert into mandate_subjects (issuer, subject, session_id) values (?, ?, ?) on conflict do nothing returning subject',
-          [mandate.issuer, mandate.subject, locked.id],
-        );
-        if (won.length === 0) {
-          return finishRejected(tx, ctx, m, locked, paymentHash, body, ['MANDATE_REPLAY'], undefined, tierNow, mandate, 'replay_attempt');
+      let gate: GateContext;
+      if (approved) {
+        gate = locked.gate as unknown as GateContext;
+      } else {
+        const reputation = await readReputation(tx, 'agent', locked.agentId);
+        const tierNow = trustTier(mandate, reputation.known);
+        if (mandate.present && !mandate.ok) {
+          return done(await finishRejected(tx, ctx, m, locked, paymentHash, body, [mandate.code ?? 'MANDATE_MALFORMED'], mandate.human, tierNow, mandate, 'rejected'));
         }
-      }
-      if (x402) {
-        const won = await tx.execute(
-          'insert into payment_nonces (chain, payer, nonce, session_id) values (?, ?, ?, ?) on conflict do nothing returning nonce',
-          [locked.chain, x402.auth.from.toLowerCase(), x402.auth.nonce.toLowerCase(), locked.id],
-        );
-        if (won.length === 0) {
-          // Roll back the mandate reservation too, but keep the reputation penalty.
-          throw new CaptureFailure('NONCE_ALREADY_USED', humanOf('NONCE_ALREADY_USED'));
+        if (mandate.present && mandate.ok && mandate.issuer && mandate.subject) {
+          const won = await tx.execute(
+            'insert into mandate_subjects (issuer, subject, session_id) values (?, ?, ?) on conflict do nothing returning subject',
+            [mandate.issuer, mandate.subject, locked.id],
+          );
+          if (won.length === 0) {
+            return done(await finishRejected(tx, ctx, m, locked, paymentHash, body, ['MANDATE_REPLAY'], undefined, tierNow, mandate, 'replay_attempt'));
+          }
         }
+        gate = await gateVerdict(tx, m, locked, mandate, reputation, body);
       }
-
-      const velocity = await velocityOf(tx, locked);
-      const policyRow = await activePolicy(tx, m.id);
-      const policy = resolvePolicy(policyRow?.body);
-      const verdict = evaluatePolicy({
-        policy,
-        total: locked.total,
-        currency: locked.currency,
-        rail: locked.rail,
-        agentId: locked.agentId,
-        mandate,
-        reputation,
-        velocity,
-        intent: locked.buyerIntent ?? null,
-      });
-      const gate: GateContext = {
-        mandate,
-        verdict,
-        policyVersion: policyRow?.version ?? 0,
-        policyHash: policyRow?.hash ?? policyHash({}),
-        fingerprintInputs: {
-          sessionId: locked.id,
-          lines: locked.lines.map((l) => ({ sku: l.sku, qty: l.qty, unitPrice: l.unitPrice })),
-          total: totalOf(locked),
-          rail: locked.rail,
-          payment: body.payment,
-          mandate: { type: mandate.type, ref: mandate.ref },
-          reputation,
-          velocity,
-          policyHash: policyRow?.hash ?? policyHash({}),
-        },
-      };
-      locked.verdict = verdict;
+      if (proof) await reserveNonce(tx, locked, proof);
       locked.policyVersion = gate.policyVersion;
       locked.policyHash = gate.policyHash;
       locked.payment = body.payment as Record<string, unknown>;
+      locked.paymentError = null;
 
-      if (verdict.decision === 'reject') {
-        return finishRejected(tx, ctx, m, locked, paymentHash, body, verdict.reasonCodes, undefined, verdict.tier, mandate, 'rejected', verdict);
+      if (!approved) {
+        locked.verdict = gate.verdict;
+        if (gate.verdict.decision === 'reject') {
+          return done(await finishRejected(tx, ctx, m, locked, paymentHash, body, gate.verdict.reasonCodes, undefined, gate.verdict.tier, mandate, 'rejected', gate.verdict));
+        }
+        if (gate.verdict.decision === 'hold') return done(await finishHeld(tx, ctx, m, locked, paymentHash, gate, baseUrl));
       }
-      if (verdict.decision === 'hold') {
-        return finishHeld(tx, ctx, m, locked, paymentHash, gate, baseUrl);
-      }
-      return capture(tx, ctx, m, locked, paymentHash, gate, null);
+      return beginCapture(tx, services, m, locked, { paymentHash, gate, proof, facilitator, returnState: approved ? 'approved' : 'awaiting_payment' });
     });
   } catch (err) {
     if (err instanceof CaptureFailure) {
@@ -214,6 +192,112 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
     }
     throw err;
   }
+  if (phase1.kind === 'done') return phase1.result;
+  return settleResultOf(await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator), s);
+}
+
+function settleResultOf(outcome: AttemptOutcome, s: Pick<SessionRow, 'pathPrefix' | 'id'>): SettleResult {
+  if (outcome.kind === 'accepted') return outcome.result;
+  if (outcome.kind === 'pending') return settlementPending(s);
+  return paymentInvalid(outcome.code, outcome.human);
+}
+
+/** Replay reservation of the authorization: one session per (chain, payer, nonce), by primary key. */
+async function reserveNonce(tx: Em, s: SessionRow, proof: PaymentProof) {
+  const won = await tx.execute(
+    'insert into payment_nonces (chain, payer, nonce, session_id) values (?, ?, ?, ?) on conflict do nothing returning nonce',
+    [proof.chain, proof.authorization.from.toLowerCase(), proof.authorization.nonce.toLowerCase(), s.id],
+  );
+  if (won.length > 0) return;
+  const mine = await tx.execute<Array<{ session_id: string }>>('select session_id from payment_nonces where chain = ? and payer = ? and nonce = ?', [
+    proof.chain,
+    proof.authorization.from.toLowerCase(),
+    proof.authorization.nonce.toLowerCase(),
+  ]);
+  // A held session approved again keeps its own reservation; anyone else's is a replay.
+  if (mine[0]?.session_id === s.id) return;
+  // Roll back the mandate reservation too, but keep the reputation penalty.
+  throw new CaptureFailure('NONCE_ALREADY_USED', humanOf('NONCE_ALREADY_USED'));
+}
+
+/** Velocity, active policy and the verdict, with the inputs the receipt fingerprints. */
+async function gateVerdict(
+  tx: Em,
+  m: MerchantRow,
+  s: SessionRow,
+  mandate: MandateResult,
+  reputation: Awaited<ReturnType<typeof readReputation>>,
+  body: SettleBody,
+): Promise<GateContext> {
+  const velocity = await velocityOf(tx, s);
+  const policyRow = await activePolicy(tx, m.id);
+  const policy = resolvePolicy(policyRow?.body);
+  const verdict = evaluatePolicy({
+    policy,
+    total: s.total,
+    currency: s.currency,
+    rail: s.rail,
+    agentId: s.agentId,
+    mandate,
+    reputation,
+    velocity,
+    intent: s.buyerIntent ?? null,
+  });
+  const hash = policyRow?.hash ?? policyHash({});
+  return {
+    mandate,
+    verdict,
+    policyVersion: policyRow?.version ?? 0,
+    policyHash: hash,
+    fingerprintInputs: {
+      sessionId: s.id,
+      lines: s.lines.map((l) => ({ sku: l.sku, qty: l.qty, unitPrice: l.unitPrice })),
+      total: totalOf(s),
+      rail: s.rail,
+      payment: body.payment,
+      mandate: { type: mandate.type, ref: mandate.ref },
+      reputation,
+      velocity,
+      policyHash: hash,
+    },
+  };
+}
+
+/**
+ * The accept branch of phase 1. The mock rail and an in-process facilitator settle here, in
+ * this transaction (nothing outside is involved, so no second transaction is needed); any
+ * other facilitator gets a durable attempt and the session goes `settling`.
+ */
+async function beginCapture(
+  tx: Em,
+  services: Services,
+  m: MerchantRow,
+  s: SessionRow,
+  input: { paymentHash: string; gate: GateContext; proof: PaymentProof | null; facilitator: Facilitator | null; returnState: ReturnState },
+): Promise<Phase1> {
+  const now = services.now();
+  const { proof, facilitator } = input;
+  s.gate = input.gate as unknown as Record<string, unknown>;
+  const attempt = openAttempt(tx, services, { session: s, facilitator, rail: s.rail, proof, paymentHash: input.paymentHash, returnState: input.returnState, now });
+  if (!facilitator || facilitator.inProcess) {
+    let reference: string;
+    if (!facilitator) {
+      reference = settleMockRail().reference;
+    } else {
+      const settled = await facilitator.settle(proof!, { nowSec: Math.floor(now.getTime() / 1000), waitMs: services.config.SVC_SETTLE_WAIT_MS, recordBroadcast: async () => undefined });
+      if (settled.status === 'failed') throw new CaptureFailure(settled.code, settled.human);
+      if (settled.status !== 'settled') throw new CaptureFailure('CAPTURE_FAILED', 'The in-process facilitator did not settle.');
+      reference = settled.reference;
+    }
+    markSettled(attempt, reference, now);
+    await tx.flush();
+    const result = await writeAccepted(tx, services, m, s, { paymentHash: input.paymentHash, gate: input.gate, reference, attemptId: attempt.id });
+    return { kind: 'done', result };
+  }
+  s.state = 'settling';
+  s.settlePaymentHash = input.paymentHash;
+  await tx.flush();
+  return { kind: 'drive', attemptId: attempt.id, proof: proof!, facilitator };
 }
 
 async function recordPaymentInvalid(em: Em, s: SessionRow, result: SettleResult): Promise<SettleResult> {
@@ -221,7 +305,7 @@ async function recordPaymentInvalid(em: Em, s: SessionRow, result: SettleResult)
   return result;
 }
 
-/** Accepted and in-flight (held) sessions of this agent at this merchant in the rolling windows. */
+/** Accepted and in-flight (held, settling) sessions of this agent at this merchant in the rolling windows. */
 async function velocityOf(tx: Em, s: SessionRow) {
   const rows = await tx.execute<Array<{ last_hour: string | number; last_day: string | number; day_spend: string | null }>>(
     `select
@@ -229,41 +313,12 @@ async function velocityOf(tx: Em, s: SessionRow) {
        count(*) as last_day,
        coalesce(sum(total::numeric), 0)::text as day_spend
      from checkout_sessions
-     where merchant_id = ? and agent_id = ? and id <> ? and state in ('accepted', 'held', 'settling')
+     where merchant_id = ? and agent_id = ? and id <> ? and state in ('accepted', 'held', 'approved', 'settling')
        and created_at > now() - interval '1 day'`,
     [s.merchantId, s.agentId, s.id],
   );
   const r = rows[0]!;
   return { lastHour: Number(r.last_hour), lastDay: Number(r.last_day), daySpend: r.day_spend ?? '0' };
-}
-
-function newOrder(tx: Em, m: MerchantRow, s: SessionRow, decision: 'accept' | 'reject' | 'hold', tier: string, mandate: MandateResult) {
-  return tx.create(OrderEntity, {
-    id: newId('ord'),
-    sessionId: s.id,
-    projectId: m.projectId,
-    merchantId: m.id,
-    livemode: m.livemode,
-    agentId: s.agentId,
-    decision,
-    total: totalOf(s) as Total,
-    items: s.lines.map((l) => ({ sku: l.sku, qty: l.qty })),
-    railName: s.rail,
-    settlementRef: null,
-    receiptId: null,
-    mandateType: mandate.type,
-    mandateRef: mandate.ref,
-    trustTier: tier as 'premium' | 'trusted' | 'standard' | 'cautious',
-    buyer: s.buyer ?? null,
-    source: 'hosted',
-  });
-}
-
-function storeSettleResult(s: SessionRow, paymentHash: string, result: SettleResult) {
-  s.settlePaymentHash = paymentHash;
-  s.settleStatus = result.status;
-  s.settleResponse = JSON.stringify(result.body);
-  return result;
 }
 
 async function finishRejected(
@@ -281,8 +336,7 @@ async function finishRejected(
   verdict?: Verdict,
 ): Promise<SettleResult> {
   // Nothing is captured on a reject, so the authorization nonce and mandate are released.
-  await tx.execute('delete from payment_nonces where session_id = ?', [s.id]);
-  await tx.execute('delete from mandate_subjects where session_id = ?', [s.id]);
+  await releaseReservations(tx, s.id);
   s.state = 'rejected';
   s.settledAt = ctx.services.now();
   s.payment = body.payment as Record<string, unknown>;
@@ -298,11 +352,17 @@ async function finishRejected(
   return result;
 }
 
+async function releaseReservations(tx: Em, sessionId: string) {
+  await tx.execute('delete from payment_nonces where session_id = ?', [sessionId]);
+  await tx.execute('delete from mandate_subjects where session_id = ?', [sessionId]);
+}
+
 async function finishHeld(tx: Em, ctx: Ctx, m: MerchantRow, s: SessionRow, paymentHash: string, gate: GateContext, baseUrl: string): Promise<SettleResult> {
   const now = ctx.services.now();
   s.state = 'held';
   s.settledAt = now;
   s.holdExpiresAt = new Date(now.getTime() + HOLD_REVIEW_SECONDS * 1000);
+  s.gate = gate as unknown as Record<string, unknown>;
   const order = newOrder(tx, m, s, 'hold', gate.verdict.tier, gate.mandate);
   s.orderId = order.id;
   await applyOutcome(tx, s.id, 'agent', s.agentId, 'held');
@@ -324,136 +384,125 @@ async function finishHeld(tx: Em, ctx: Ctx, m: MerchantRow, s: SessionRow, payme
 }
 
 /**
- * Capture and receipt, in the caller's transaction: settle through the rail, then write the
- * order, the receipt, the reputation deltas, the session state and both events together.
- * Used by an accepting settle and by a merchant approving a held session.
+ * Rejects a held or approved session (merchant decline, lapsed review window, lapsed
+ * re-authorization), in the caller's transaction with the session row locked.
  */
-export async function capture(
-  tx: Em,
-  ctx: Ctx,
-  m: MerchantRow,
-  s: SessionRow,
-  paymentHash: string,
-  gate: GateContext,
-  existingOrderId: string | null,
-): Promise<Extract<SettleResult, { status: 200 }>> {
-  const now = ctx.services.now();
-  let reference: string;
-  if (s.rail === 'mock') {
-    reference = settleMockRail().reference;
-  } else if (s.rail === 'x402') {
-    const p = s.payment as { authorization: Authorization; signature: Hex };
-    const settled = await facilitatorFor(ctx.services.facilitators, m.livemode).settle(
-      { chain: s.chain!, payTo: s.payTo!, amountBaseUnits: s.amountBaseUnits!, authorization: p.authorization, signature: p.signature },
-      { nowSec: Math.floor(now.getTime() / 1000), waitMs: 10_000, recordBroadcast: async () => undefined },
-    );
-    if (settled.status === 'failed') throw new CaptureFailure(settled.code, settled.human);
-    if (settled.status !== 'settled') throw new CaptureFailure('CAPTURE_FAILED', 'The settlement did not confirm in time.');
-    reference = settled.reference;
-  } else {
-    throw new CaptureFailure('RAIL_NOT_IMPLEMENTED', humanOf('RAIL_NOT_IMPLEMENTED'));
-  }
-
-  let order = existingOrderId ? await tx.findOne(OrderEntity, { id: existingOrderId }) : null;
-  if (!order) order = newOrder(tx, m, s, 'accept', gate.verdict.tier, gate.mandate);
-  const receiptId = newId('rcpt');
-  order.decision = 'accept';
-  order.settlementRef = reference;
-  order.receiptId = receiptId;
-  await tx.flush(); // entities carry plain id columns, so insert the order before its receipt
-
-  const claims: ReceiptClaims = {
-    iss: 'svc-checkout',
-    sub: receiptId,
-    iat: Math.floor(now.getTime() / 1000),
-    sessionId: s.id,
-    orderId: order.id,
-    merchantId: m.id,
-    agentId: s.agentId,
-    decision: 'accept',
-    total: totalOf(s),
-    reasonCodes: gate.verdict.reasonCodes,
-    mandateType: gate.mandate.type,
-    mandateRef: gate.mandate.ref,
-    policyHash: gate.policyHash,
-    policyVersion: gate.policyVersion,
-    rail: s.rail,
-    settlementRef: reference,
-    chain: s.chain ?? null,
-    livemode: m.livemode,
-    inputFingerprint: inputFingerprint(gate.fingerprintInputs),
-  };
-  const seed = ctx.services.box.open(m.receiptSeedSealed, m.id);
-  const jws = await signReceipt({ d: seed, x: m.receiptPublicX, kid: m.receiptKid }, claims);
-  tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown> });
-
-  s.state = 'accepted';
-  s.settledAt = now;
-  s.orderId = order.id;
-  s.receiptId = receiptId;
-  s.receiptJws = jws;
-  s.settlementRef = reference;
-  s.verdict = gate.verdict;
-  await applyOutcome(tx, s.id, 'agent', s.agentId, 'accepted');
-  await applyOutcome(tx, s.id, 'merchant', m.id, 'settled_merchant');
+export async function rejectHeld(tx: Em, services: Pick<Services, 'now'>, m: MerchantRow, s: SessionRow, code: ReasonCode, opts: { penalize: boolean }) {
+  await releaseReservations(tx, s.id);
+  const order = s.orderId ? await tx.findOne(OrderEntity, { id: s.orderId }) : null;
+  s.state = 'rejected';
+  s.settledAt = services.now();
+  s.gate = null;
+  s.verdict = { ...(s.verdict ?? { tier: order?.trustTier ?? 'cautious', signals: {} }), decision: 'reject', reasonCodes: [code] } as SessionRow['verdict'];
+  if (order) order.decision = 'reject';
+  if (opts.penalize) await applyOutcome(tx, s.id, 'agent', s.agentId, 'rejected');
   await tx.flush();
-  const object = orderObject(order);
-  await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.accepted', object, now });
-  await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.settled', object, now });
-  const result = {
-    status: 200 as const,
-    body: { status: 'accepted' as const, order_id: order.id, receipt: jws, fulfillment: { rail: s.rail, reference } },
-  };
-  storeSettleResult(s, paymentHash, result);
+  if (order) await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: orderObject(order) });
+  if (s.settlePaymentHash) storeSettleResult(s, s.settlePaymentHash, rejected([code]));
   await tx.flush();
-  return result;
 }
 
-/** Merchant review: approve runs capture with the stored payment; decline rejects. */
-export async function resolveHold(ctx: Ctx, m: MerchantRow, sessionId: string, action: 'approve' | 'decline') {
-  const { em } = ctx;
+export type HoldResolution =
+  | { kind: 'approved'; status: 200; body: AcceptedResult['body'] }
+  | {
+      kind: 'approval_pending';
+      status: 202;
+      body: { status: 'settlement_pending' | 'awaiting_reauthorization'; session_id: string; order_id: string | null; reason_codes: string[]; error_human: string };
+    }
+  | { kind: 'declined'; body: { status: 'rejected'; session_id: string; order_id: string | null } };
+
+type ApprovalPhase1 =
+  | { kind: 'done'; resolution: HoldResolution }
+  | { kind: 'expired' }
+  | { kind: 'drive'; attemptId: string; proof: PaymentProof; facilitator: Facilitator };
+
+/**
+ * Merchant review. Decline rejects. Approve captures the held authorization through the
+ * settlement engine; when that authorization no longer has APPROVAL_MIN_VALIDITY_SECONDS
+ * left, the session becomes `approved` and the agent signs a fresh one (docs/settlement.md).
+ */
+export async function resolveHold(ctx: Ctx, m: MerchantRow, sessionId: string, action: 'approve' | 'decline'): Promise<HoldResolution> {
+  const { em, services } = ctx;
   const s = await findSession(em, m, sessionId);
-  let outcome;
+  let phase1: ApprovalPhase1;
   try {
-    outcome = await em.transactional(async (tx) => {
+    phase1 = await em.transactional(async (tx): Promise<ApprovalPhase1> => {
       const locked = await tx.findOneOrFail(CheckoutSessionEntity, { id: s.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
       if (locked.state !== 'held') throw new ApiError('SESSION_NOT_HELD', `The session is ${locked.state}, not held for review.`);
-      const now = ctx.services.now();
-      const expired = locked.holdExpiresAt !== null && locked.holdExpiresAt !== undefined && now > locked.holdExpiresAt;
-      const order = locked.orderId ? await tx.findOne(OrderEntity, { id: locked.orderId }) : null;
-      const mandateType = (order?.mandateType ?? 'none') as MandateResult['type'];
-      const mandate: MandateResult = { type: mandateType, present: mandateType !== 'none', ok: true, ref: order?.mandateRef ?? null };
+      const now = services.now();
+      const expired = !!locked.holdExpiresAt && now > locked.holdExpiresAt;
       if (action === 'decline' || expired) {
-        const code: ReasonCode = expired ? 'REVIEW_WINDOW_EXPIRED' : 'MERCHANT_DECLINED';
-        await tx.execute('delete from payment_nonces where session_id = ?', [locked.id]);
-        await tx.execute('delete from mandate_subjects where session_id = ?', [locked.id]);
-        locked.state = 'rejected';
-        locked.verdict = { ...(locked.verdict ?? { tier: order?.trustTier ?? 'cautious', signals: {} }), decision: 'reject', reasonCodes: [code] } as SessionRow['verdict'];
-        if (order) order.decision = 'reject';
-        await applyOutcome(tx, locked.id, 'agent', locked.agentId, 'rejected');
-        await tx.flush();
-        if (order) await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: orderObject(order) });
-        if (locked.settlePaymentHash) storeSettleResult(locked, locked.settlePaymentHash, rejected([code]));
-        await tx.flush();
-        if (expired && action === 'approve') return { kind: 'expired' as const, body: null };
-        return { kind: 'declined' as const, body: { status: 'rejected' as const, session_id: locked.id, order_id: locked.orderId ?? null } };
+        await rejectHeld(tx, services, m, locked, expired ? 'REVIEW_WINDOW_EXPIRED' : 'MERCHANT_DECLINED', { penalize: true });
+        if (expired && action === 'approve') return { kind: 'expired' };
+        return { kind: 'done', resolution: { kind: 'declined', body: { status: 'rejected', session_id: locked.id, order_id: locked.orderId ?? null } } };
       }
-      const verdict = locked.verdict!;
+      const held = locked.gate as unknown as GateContext;
       const gate: GateContext = {
-        mandate,
-        verdict: { ...verdict, decision: 'accept', tier: verdict.tier as Verdict['tier'], reasonCodes: ['OK'] } as Verdict,
-        policyVersion: locked.policyVersion ?? 0,
-        policyHash: locked.policyHash ?? policyHash({}),
-        fingerprintInputs: { sessionId: locked.id, total: totalOf(locked), payment: locked.payment, heldVerdict: verdict, approvedAt: now.toISOString() },
+        ...held,
+        verdict: { ...held.verdict, decision: 'accept', reasonCodes: ['OK'] },
+        fingerprintInputs: { sessionId: locked.id, total: totalOf(locked), payment: locked.payment, heldVerdict: held.verdict, approvedAt: now.toISOString() },
       };
-      const result = await capture(tx, ctx, m, locked, locked.settlePaymentHash ?? '', gate, locked.orderId ?? null);
-      return { kind: 'approved' as const, body: result.body };
+      let proof: PaymentProof | null = null;
+      let facilitator: Facilitator | null = null;
+      if (locked.rail === 'x402') {
+        const p = locked.payment as { authorization: Authorization; signature: Hex };
+        proof = { chain: locked.chain!, payTo: locked.payTo!, amountBaseUnits: locked.amountBaseUnits!, authorization: p.authorization, signature: p.signature };
+        facilitator = facilitatorFor(services.facilitators, m.livemode);
+        if (p.authorization.validBefore < Math.floor(now.getTime() / 1000) + MIN_VALIDITY_SECONDS + APPROVAL_MIN_VALIDITY_SECONDS) {
+          return { kind: 'done', resolution: await askForReauthorization(tx, services, locked, gate) };
+        }
+        // Canonical form (v 27/28, low s) as verified when the agent settled.
+        const verified = await facilitator.verify(proof, Math.floor(now.getTime() / 1000));
+        if (!verified.ok) throw new CaptureFailure(verified.code, verified.human);
+        proof = verified.proof;
+        await reserveNonce(tx, locked, proof);
+      }
+      const began = await beginCapture(tx, services, m, locked, { paymentHash: locked.settlePaymentHash ?? '', gate, proof, facilitator, returnState: 'held' });
+      if (began.kind === 'drive') return began;
+      const result = began.result as AcceptedResult;
+      return { kind: 'done', resolution: { kind: 'approved', status: 200, body: result.body } };
     });
   } catch (err) {
     if (err instanceof CaptureFailure) throw new ApiError(err.code === 'INSUFFICIENT_FUNDS' ? 'INSUFFICIENT_FUNDS' : 'CAPTURE_FAILED', err.human);
     throw err;
   }
   // The expired hold was rejected and committed above; approving it is now a conflict.
-  if (outcome.kind === 'expired') throw new ApiError('SESSION_NOT_HELD', 'The 24 h review window has passed; the session was rejected.');
-  return outcome;
+  if (phase1.kind === 'expired') throw new ApiError('SESSION_NOT_HELD', 'The 24 h review window has passed; the session was rejected.');
+  if (phase1.kind === 'done') return phase1.resolution;
+  const outcome = await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator);
+  if (outcome.kind === 'accepted') return { kind: 'approved', status: 200, body: outcome.result.body };
+  if (outcome.kind === 'pending') {
+    return {
+      kind: 'approval_pending',
+      status: 202,
+      body: { status: 'settlement_pending', session_id: s.id, order_id: s.orderId ?? null, reason_codes: ['SETTLEMENT_PENDING'], error_human: humanOf('SETTLEMENT_PENDING') },
+    };
+  }
+  throw new ApiError(outcome.code === 'INSUFFICIENT_FUNDS' ? 'INSUFFICIENT_FUNDS' : 'CAPTURE_FAILED', outcome.human);
+}
+
+/**
+ * The held authorization expired (or would before it could be broadcast): hand the session
+ * back to the agent under the approved verdict, with a fresh session lifetime to sign in.
+ */
+async function askForReauthorization(tx: Em, services: Services, s: SessionRow, gate: GateContext): Promise<HoldResolution> {
+  const now = services.now();
+  await tx.execute('delete from payment_nonces where session_id = ?', [s.id]);
+  s.state = 'approved';
+  s.gate = gate as unknown as Record<string, unknown>;
+  s.verdict = gate.verdict;
+  s.expiresAt = new Date(now.getTime() + services.config.SVC_SESSION_TTL_SECONDS * 1000);
+  s.paymentError = null;
+  await tx.flush();
+  return {
+    kind: 'approval_pending',
+    status: 202,
+    body: {
+      status: 'awaiting_reauthorization',
+      session_id: s.id,
+      order_id: s.orderId ?? null,
+      reason_codes: ['REAUTHORIZATION_REQUIRED'],
+      error_human: humanOf('REAUTHORIZATION_REQUIRED'),
+    },
+  };
 }

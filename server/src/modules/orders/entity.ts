@@ -22,6 +22,9 @@ export const OrderEntity = defineEntity({
     trustTier: p.string().$type<'premium' | 'trusted' | 'standard' | 'cautious'>(),
     buyer: p.json<Record<string, unknown>>().nullable(),
     source: p.string().default('hosted'),
+    /** Accepted hosted orders: the settled attempt that moved the funds (a constraint requires it). */
+    settlementAttemptId: p.string().nullable(),
+    settlementStatus: p.string().$type<'settled'>().nullable(),
     createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
   },
 });

@@ -1,0 +1,145 @@
+import type { Total } from '@svc/contract';
+import type { Em } from '../../db/orm.js';
+import { newId } from '../../lib/ids.js';
+import type { Services } from '../../services.js';
+import type { CheckoutSessionEntity, SessionRow } from '../checkout/entity.js';
+import { totalOf } from '../checkout/entity.js';
+import { inputFingerprint, signReceipt, type ReceiptClaims } from '../gate/receipt.js';
+import type { MandateResult } from '../gate/mandate.js';
+import type { Verdict } from '../gate/verdict.js';
+import { recordEvent } from '../events/service.js';
+import type { MerchantRow } from '../merchants/service.js';
+import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
+import { applyOutcome } from '../reputation/service.js';
+
+/** What the gate decided and on which inputs: stored on the session while held or settling. */
+export type GateContext = { mandate: MandateResult; verdict: Verdict; policyVersion: number; policyHash: string; fingerprintInputs: Record<string, unknown> };
+
+export type AcceptedResult = {
+  status: 200;
+  body: { status: 'accepted'; order_id: string; receipt: string; fulfillment: { rail: string; reference: string } };
+};
+
+/** The event and feed projection of an order (section 6 order object). */
+export function orderObject(o: InstanceType<typeof OrderEntity.class>): Record<string, unknown> {
+  return {
+    id: o.id,
+    session_id: o.sessionId,
+    merchant_id: o.merchantId,
+    agent_id: o.agentId,
+    total: o.total,
+    items: o.items,
+    rail_name: o.railName,
+    ...(o.settlementRef ? { settlement_ref: o.settlementRef } : {}),
+    ...(o.receiptId ? { receipt_id: o.receiptId } : {}),
+    mandate_type: o.mandateType,
+    mandate_ref: o.mandateRef ?? null,
+    trust_tier: o.trustTier,
+    ...(o.buyer ? { buyer: o.buyer } : {}),
+  };
+}
+
+export function newOrder(tx: Em, m: MerchantRow, s: SessionRow, decision: 'accept' | 'reject' | 'hold', tier: string, mandate: MandateResult) {
+  return tx.create(OrderEntity, {
+    id: newId('ord'),
+    sessionId: s.id,
+    projectId: m.projectId,
+    merchantId: m.id,
+    livemode: m.livemode,
+    agentId: s.agentId,
+    decision,
+    total: totalOf(s) as Total,
+    items: s.lines.map((l) => ({ sku: l.sku, qty: l.qty })),
+    railName: s.rail,
+    settlementRef: null,
+    receiptId: null,
+    mandateType: mandate.type,
+    mandateRef: mandate.ref,
+    trustTier: tier as 'premium' | 'trusted' | 'standard' | 'cautious',
+    buyer: s.buyer ?? null,
+    source: 'hosted',
+    settlementAttemptId: null,
+    settlementStatus: null,
+  });
+}
+
+/** Stores a terminal result on the session so the same payment replays it byte for byte. */
+export function storeSettleResult<R extends { status: number; body: unknown }>(s: SessionRow, paymentHash: string, result: R): R {
+  s.settlePaymentHash = paymentHash;
+  s.settleStatus = result.status;
+  s.settleResponse = JSON.stringify(result.body);
+  return result;
+}
+
+/**
+ * Phase 3, in the caller's transaction, once the funds moved: the order (or the held one),
+ * the receipt, reputation deltas, the session `accepted` and both events. The attempt must
+ * already be `settled` in this transaction: the order's foreign key demands it.
+ */
+export async function writeAccepted(
+  tx: Em,
+  services: Pick<Services, 'box' | 'now'>,
+  m: MerchantRow,
+  s: InstanceType<typeof CheckoutSessionEntity.class>,
+  input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string },
+): Promise<AcceptedResult> {
+  const { gate, reference } = input;
+  const now = services.now();
+  let order = s.orderId ? await tx.findOne(OrderEntity, { id: s.orderId }) : null;
+  if (!order) order = newOrder(tx, m, s, 'accept', gate.verdict.tier, gate.mandate);
+  const receiptId = newId('rcpt');
+  order.decision = 'accept';
+  order.settlementRef = reference;
+  order.receiptId = receiptId;
+  order.settlementAttemptId = input.attemptId;
+  order.settlementStatus = 'settled';
+  await tx.flush(); // plain id columns: insert the order before its receipt
+
+  const claims: ReceiptClaims = {
+    iss: 'svc-checkout',
+    sub: receiptId,
+    iat: Math.floor(now.getTime() / 1000),
+    sessionId: s.id,
+    orderId: order.id,
+    merchantId: m.id,
+    agentId: s.agentId,
+    decision: 'accept',
+    total: totalOf(s),
+    reasonCodes: gate.verdict.reasonCodes,
+    mandateType: gate.mandate.type,
+    mandateRef: gate.mandate.ref,
+    policyHash: gate.policyHash,
+    policyVersion: gate.policyVersion,
+    rail: s.rail,
+    settlementRef: reference,
+    chain: s.chain ?? null,
+    livemode: m.livemode,
+    inputFingerprint: inputFingerprint(gate.fingerprintInputs),
+  };
+  const seed = services.box.open(m.receiptSeedSealed, m.id);
+  const jws = await signReceipt({ d: seed, x: m.receiptPublicX, kid: m.receiptKid }, claims);
+  tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown> });
+
+  s.state = 'accepted';
+  s.settledAt = now;
+  s.orderId = order.id;
+  s.receiptId = receiptId;
+  s.receiptJws = jws;
+  s.settlementRef = reference;
+  s.verdict = gate.verdict;
+  s.paymentError = null;
+  s.gate = null;
+  await applyOutcome(tx, s.id, 'agent', s.agentId, 'accepted');
+  await applyOutcome(tx, s.id, 'merchant', m.id, 'settled_merchant');
+  await tx.flush();
+  const object = orderObject(order);
+  await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.accepted', object, now });
+  await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.settled', object, now });
+  const result: AcceptedResult = {
+    status: 200,
+    body: { status: 'accepted', order_id: order.id, receipt: jws, fulfillment: { rail: s.rail, reference } },
+  };
+  storeSettleResult(s, input.paymentHash, result);
+  await tx.flush();
+  return result;
+}

@@ -1,0 +1,201 @@
+import { LockMode } from '@mikro-orm/core';
+import type { ReasonCode } from '@svc/contract';
+import type { Em } from '../../db/orm.js';
+import { ApiError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import type { BroadcastRecord, Facilitator, PaymentProof, SettleOutcome } from '../../rails/types.js';
+import type { Services } from '../../services.js';
+import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
+import { MerchantEntity } from '../merchants/entity.js';
+import { applyOutcome } from '../reputation/service.js';
+import { writeAccepted, type AcceptedResult, type GateContext } from './accepted.js';
+import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow, type ReturnState } from './entity.js';
+
+/**
+ * The settlement engine (docs/settlement.md). Phase 1 (the gate's transaction) writes a
+ * durable attempt with `openAttempt`; phase 2 (`driveAttempt`) calls the facilitator with no
+ * transaction open, storing every transaction before it is sent; phase 3 (`resolveAttempt`)
+ * writes the order or releases the reservations in one short transaction. Whatever phase 2
+ * does not resolve, the reconciler (./reconciler.ts) finishes by reading the chain.
+ */
+
+/** How the attempt ended for the caller that drove it. */
+export type AttemptOutcome =
+  | { kind: 'accepted'; result: AcceptedResult }
+  | { kind: 'pending'; attemptId: string }
+  | { kind: 'failed'; code: ReasonCode; human: string; returnState: ReturnState };
+
+/** A lease past the facilitator's bound: the reconciler leaves an attempt alone while its driver may still run. */
+const LEASE_MARGIN_MS = 5_000;
+/** After phase 2 answers `pending`, the reconciler may look at the attempt this soon. */
+const PENDING_RECHECK_MS = 1_000;
+
+export function openAttempt(
+  tx: Em,
+  services: Pick<Services, 'config'>,
+  input: {
+    session: SessionRow;
+    facilitator: Facilitator | null;
+    rail: string;
+    proof: PaymentProof | null;
+    paymentHash: string;
+    returnState: ReturnState;
+    now: Date;
+  },
+): AttemptRow {
+  const { session: s, proof, now } = input;
+  return tx.create(SettlementAttemptEntity, {
+    id: newId('sat'),
+    sessionId: s.id,
+    merchantId: s.merchantId,
+    livemode: s.livemode,
+    returnState: input.returnState,
+    rail: input.rail,
+    facilitator: input.facilitator?.name ?? input.rail,
+    chain: proof?.chain ?? null,
+    payer: proof ? proof.authorization.from.toLowerCase() : null,
+    nonce: proof ? proof.authorization.nonce.toLowerCase() : null,
+    amountBaseUnits: proof?.amountBaseUnits ?? null,
+    proof,
+    paymentHash: input.paymentHash,
+    status: 'pending',
+    reference: null,
+    failureCode: null,
+    failureHuman: null,
+    leaseUntil: new Date(now.getTime() + services.config.SVC_SETTLE_WAIT_MS + LEASE_MARGIN_MS),
+    createdAt: now,
+    resolvedAt: null,
+  });
+}
+
+/** Marks an attempt settled in the caller's transaction (before the order that references it). */
+export function markSettled(a: AttemptRow, reference: string, now: Date) {
+  a.status = 'settled';
+  a.reference = reference;
+  a.resolvedAt = now;
+}
+
+/** Stored before the facilitator sends it, in its own short transaction (never with the send). */
+async function recordBroadcast(services: Services, attemptId: string, rec: BroadcastRecord): Promise<void> {
+  const em = services.orm.em.fork();
+  em.create(SettlementTransactionEntity, {
+    txHash: rec.txHash.toLowerCase(),
+    attemptId,
+    rawTx: rec.rawTx,
+    relayer: rec.relayer,
+    relayerNonce: rec.relayerNonce,
+    createdAt: services.now(),
+  });
+  await em.flush();
+}
+
+export async function broadcastsOf(em: Em, attemptId: string): Promise<BroadcastRecord[]> {
+  const rows = await em.find(SettlementTransactionEntity, { attemptId }, { orderBy: { createdAt: 'asc' } });
+  return rows.map((r) => ({ txHash: r.txHash as `0x${string}`, rawTx: (r.rawTx ?? null) as `0x${string}` | null, relayer: r.relayer ?? null, relayerNonce: r.relayerNonce ?? null }));
+}
+
+/**
+ * Phase 2 and 3 for an attempt phase 1 just committed. A facilitator that throws before it
+ * stored any transaction moved nothing: the attempt fails and the error (503) reaches the
+ * caller. One that throws after is `pending`: the reconciler reads the chain.
+ */
+export async function driveAttempt(services: Services, attemptId: string, proof: PaymentProof, facilitator: Facilitator): Promise<AttemptOutcome> {
+  let recorded = 0;
+  let outcome: SettleOutcome;
+  try {
+    outcome = await facilitator.settle(proof, {
+      nowSec: Math.floor(services.now().getTime() / 1000),
+      waitMs: services.config.SVC_SETTLE_WAIT_MS,
+      recordBroadcast: async (rec) => {
+        await recordBroadcast(services, attemptId, rec);
+        recorded += 1;
+      },
+    });
+  } catch (err) {
+    services.log.warn({ attempt: attemptId, err: err instanceof Error ? err.message : String(err), recorded }, 'facilitator settle failed');
+    if (recorded > 0 || facilitator.name === 'remote') {
+      // Something may be on its way (a remote facilitator may have broadcast before the error).
+      outcome = { status: 'pending', reference: null };
+    } else {
+      const code: ReasonCode = err instanceof ApiError ? err.codes[0]! : 'FACILITATOR_UNAVAILABLE';
+      await resolveAttempt(services, attemptId, { status: 'failed', code, human: err instanceof ApiError ? err.human : 'The facilitator could not be reached.' }, { penalize: false });
+      throw err instanceof ApiError ? err : new ApiError('FACILITATOR_UNAVAILABLE', 'The facilitator could not be reached; nothing was sent. Retry the settle.');
+    }
+  }
+  return resolveAttempt(services, attemptId, outcome);
+}
+
+/**
+ * Phase 3: writes the outcome once. Whoever resolves an attempt first (the request that drove
+ * it or the reconciler) wins; the other sees it resolved and reports the stored outcome.
+ */
+export async function resolveAttempt(
+  services: Services,
+  attemptId: string,
+  outcome: SettleOutcome,
+  opts: { penalize?: boolean } = {},
+): Promise<AttemptOutcome> {
+  const now = services.now();
+  if (outcome.status === 'pending') {
+    await services.orm.em.fork().transactional(async (tx) => {
+      await tx.nativeUpdate(
+        SettlementAttemptEntity,
+        { id: attemptId, status: 'pending' },
+        { leaseUntil: new Date(now.getTime() + PENDING_RECHECK_MS) },
+      );
+    });
+    return { kind: 'pending', attemptId };
+  }
+  return services.orm.em.fork().transactional(async (tx) => {
+    const a = await tx.findOneOrFail(SettlementAttemptEntity, { id: attemptId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const s = await tx.findOneOrFail(CheckoutSessionEntity, { id: a.sessionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    if (a.status !== 'pending') return storedOutcome(a, s);
+    if (outcome.status === 'settled') {
+      const m = await tx.findOneOrFail(MerchantEntity, { id: a.merchantId });
+      markSettled(a, outcome.reference, now);
+      await tx.flush();
+      const result = await writeAccepted(tx, services, m, s, {
+        paymentHash: a.paymentHash,
+        gate: s.gate as unknown as GateContext,
+        reference: outcome.reference,
+        attemptId: a.id,
+      });
+      return { kind: 'accepted' as const, result };
+    }
+    a.status = 'failed';
+    a.failureCode = outcome.code;
+    a.failureHuman = outcome.human;
+    a.resolvedAt = now;
+    await releaseAttempt(tx, a, s);
+    s.paymentError = { reasonCodes: [outcome.code], errorHuman: outcome.human };
+    if (opts.penalize !== false && a.returnState !== 'held') {
+      await applyOutcome(tx, s.id, 'agent', s.agentId, outcome.code === 'NONCE_ALREADY_USED' ? 'replay_attempt' : 'payment_invalid');
+    }
+    await tx.flush();
+    return { kind: 'failed' as const, code: outcome.code, human: outcome.human, returnState: a.returnState };
+  });
+}
+
+/** Nothing moved: free the authorization's nonce (and, for a fresh settle, the mandate) and hand the session back. */
+async function releaseAttempt(tx: Em, a: AttemptRow, s: SessionRow) {
+  if (a.nonce) {
+    await tx.execute('delete from payment_nonces where session_id = ? and chain = ? and payer = ? and nonce = ?', [s.id, a.chain, a.payer, a.nonce]);
+  }
+  if (a.returnState === 'awaiting_payment') {
+    await tx.execute('delete from mandate_subjects where session_id = ?', [s.id]);
+    s.gate = null;
+  }
+  s.state = a.returnState;
+}
+
+function storedOutcome(a: AttemptRow, s: SessionRow): AttemptOutcome {
+  if (a.status === 'settled' && s.settleStatus === 200 && s.settleResponse) {
+    return { kind: 'accepted', result: { status: 200, body: JSON.parse(s.settleResponse) } };
+  }
+  return { kind: 'failed', code: (a.failureCode ?? 'CAPTURE_FAILED') as ReasonCode, human: a.failureHuman ?? 'The payment did not settle.', returnState: a.returnState };
+}
+
+/** The attempt of a session that is `settling` (for a repeated settle or the poll). */
+export async function openAttemptOf(em: Em, sessionId: string): Promise<AttemptRow | null> {
+  return em.findOne(SettlementAttemptEntity, { sessionId, status: 'pending' });
+}

@@ -1,0 +1,106 @@
+import { LockMode } from '@mikro-orm/core';
+import { facilitatorFor } from '../../rails/index.js';
+import type { Services } from '../../services.js';
+import { rejectHeld } from '../checkout/settle.js';
+import { CheckoutSessionEntity } from '../checkout/entity.js';
+import { MerchantEntity } from '../merchants/entity.js';
+import { broadcastsOf, resolveAttempt } from './engine.js';
+import { SettlementAttemptEntity } from './entity.js';
+
+export type SettlementWorker = { stop(): Promise<void>; runOnce(): Promise<void> };
+
+/** While the reconciler reads the chain for an attempt, no other worker takes it. */
+const CLAIM_LEASE_SECONDS = 30;
+/** A chain read that says "still pending" is looked at again this soon. */
+const RECHECK_MS = 1_000;
+const BATCH = 25;
+
+/**
+ * The settlement worker (docs/settlement.md): finishes every attempt left `pending` past its
+ * lease (a settle that timed out, a crash or kill -9 between phases) by reading the chain,
+ * and sweeps holds whose review window lapsed and approvals nobody re-signed. Any number may
+ * run on one database: claims use row locks with SKIP LOCKED and a lease.
+ */
+export function startSettlementWorker(services: Services, opts: { intervalMs?: number } = {}): SettlementWorker {
+  const intervalMs = opts.intervalMs ?? services.config.SVC_RECONCILE_INTERVAL_MS;
+  const log = services.log.child({ worker: 'settlement' });
+  let running = true;
+  let current: Promise<void> = Promise.resolve();
+  let timer: NodeJS.Timeout | null = null;
+
+  const runOnce = async () => {
+    await reconcileDue(services, log);
+    await sweepLapsed(services, log);
+  };
+  const tick = () => {
+    if (!running) return;
+    current = runOnce()
+      .catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, 'settlement worker pass failed'))
+      .finally(() => {
+        if (running) timer = setTimeout(tick, intervalMs);
+      });
+  };
+  tick();
+  return {
+    runOnce,
+    async stop() {
+      running = false;
+      if (timer) clearTimeout(timer);
+      await current;
+    },
+  };
+}
+
+async function reconcileDue(services: Services, log: Services['log']) {
+  const claimed = await services.orm.em.fork().transactional(async (tx) =>
+    tx.execute<Array<{ id: string }>>(
+      `update settlement_attempts set lease_until = now() + make_interval(secs => ?)
+       where id in (select id from settlement_attempts where status = 'pending' and lease_until < now()
+                    order by lease_until limit ? for update skip locked)
+       returning id`,
+      [CLAIM_LEASE_SECONDS, BATCH],
+    ),
+  );
+  for (const { id } of claimed) {
+    const em = services.orm.em.fork();
+    const a = await em.findOneOrFail(SettlementAttemptEntity, { id });
+    if (a.status !== 'pending') continue;
+    const facilitator = facilitatorFor(services.facilitators, a.livemode);
+    if (facilitator.name !== a.facilitator) {
+      log.warn({ attempt: a.id, recorded: a.facilitator, configured: facilitator.name }, 'attempt was started by another facilitator; reconciling with the configured one');
+    }
+    try {
+      const outcome = a.proof
+        ? await facilitator.reconcile({ proof: a.proof, broadcasts: await broadcastsOf(em, a.id), nowSec: Math.floor(services.now().getTime() / 1000) })
+        : ({ status: 'failed', code: 'CAPTURE_FAILED', human: 'The settlement was interrupted before anything was sent.' } as const);
+      const result = await resolveAttempt(services, a.id, outcome);
+      if (result.kind !== 'pending') log.info({ attempt: a.id, session: a.sessionId, outcome: result.kind }, 'settlement attempt reconciled');
+    } catch (err) {
+      log.warn({ attempt: a.id, err: err instanceof Error ? err.message : String(err) }, 'reconcile failed; will retry');
+      await em.nativeUpdate(SettlementAttemptEntity, { id: a.id, status: 'pending' }, { leaseUntil: new Date(Date.now() + RECHECK_MS) });
+    }
+  }
+}
+
+/** Holds past their review window and approvals past their re-sign window are rejected with order.rejected. */
+async function sweepLapsed(services: Services, log: Services['log']) {
+  const now = services.now();
+  const em = services.orm.em.fork();
+  const lapsed = await em.find(
+    CheckoutSessionEntity,
+    { $or: [{ state: 'held', holdExpiresAt: { $lt: now } }, { state: 'approved', expiresAt: { $lt: now } }] },
+    { fields: ['id'], limit: BATCH },
+  );
+  for (const { id } of lapsed) {
+    await services.orm.em.fork().transactional(async (tx) => {
+      const s = await tx.findOne(CheckoutSessionEntity, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (!s) return;
+      const heldLapsed = s.state === 'held' && !!s.holdExpiresAt && now > s.holdExpiresAt;
+      const approvalLapsed = s.state === 'approved' && now > s.expiresAt;
+      if (!heldLapsed && !approvalLapsed) return;
+      const m = await tx.findOneOrFail(MerchantEntity, { id: s.merchantId });
+      await rejectHeld(tx, services, m, s, heldLapsed ? 'REVIEW_WINDOW_EXPIRED' : 'SESSION_EXPIRED', { penalize: false });
+      log.info({ session: s.id, reason: heldLapsed ? 'review window lapsed' : 'approval not re-signed in time' }, 'lapsed session rejected');
+    });
+  }
+}
