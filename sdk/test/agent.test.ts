@@ -238,6 +238,30 @@ describe('held sessions', () => {
     expect((await shop.verifyReceipt(resolved.receipt)).orderId).toBe(approved.order_id);
   });
 
+  it('GIVEN a hold approved after its authorization expired WHEN the agent waits THEN waitForResolution signs a fresh authorization and settles it without another hold', async () => {
+    const merchant = await setupShop(svc, HOLD_POLICY);
+    const shop = await newAgent().discover(`${app.baseUrl}/m/${merchant.id}`);
+    const held = await shop.buy([{ sku: 'beans', qty: 1 }]);
+    expectStatus(held, 'hold');
+    const realNow = app.services.now;
+    // The SDK signs authorizations valid for minutes; the review took longer.
+    app.services.now = () => new Date(Date.now() + 3_600_000);
+    let approved;
+    try {
+      approved = await svc.sessions.approve(held.session_id);
+    } finally {
+      app.services.now = realNow;
+    }
+    expect(approved.status).toBe('awaiting_reauthorization');
+    expect((await shop.session(held.session_id)).state).toBe('approved');
+
+    const resolved = await held.waitForResolution({ intervalMs: 50, timeoutMs: 30_000 });
+    expectStatus(resolved, 'accepted');
+    expect(resolved.order_id).toBe(approved.order_id);
+    expect((await shop.verifyReceipt(resolved.receipt)).orderId).toBe(approved.order_id);
+    expect((await shop.session(held.session_id)).state).toBe('accepted');
+  });
+
   it('GIVEN a held session WHEN the merchant declines THEN waitForResolution returns rejected MERCHANT_DECLINED', async () => {
     const merchant = await setupShop(svc, HOLD_POLICY);
     const shop = await newAgent().discover(`${app.baseUrl}/m/${merchant.id}`);
