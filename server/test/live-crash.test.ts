@@ -139,11 +139,20 @@ describe('kill -9 during live settlement', () => {
     }
     // Fire every settle, then kill the server while they wait for blocks (2 s block time).
     const inFlight = sessions.map((s, i) => call('POST', `${base}/agent/checkout/${s.id}/settle`, { body: payments[i] }).catch(() => null));
-    await new Promise((r) => setTimeout(r, 900));
+    // Kill once most are on their way to the chain (settling) and before the next block lands.
+    const seen = Date.now() + 30_000;
+    for (;;) {
+      const views = await Promise.all(sessions.map((s) => call('GET', `${base}/agent/checkout/${s.id}`)));
+      if (views.filter((v) => v.body.state === 'settling').length >= N / 2 || Date.now() > seen) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 200));
     await kill9();
     await Promise.all(inFlight);
 
+    const t0 = Date.now();
     await startServer();
+    process.stderr.write(`restart took ${Date.now() - t0} ms\n`);
     const deadline = Date.now() + 60_000;
     const states = new Map<string, string>();
     for (;;) {
@@ -151,6 +160,7 @@ describe('kill -9 during live settlement', () => {
       if (![...states.values()].includes('settling') || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 300));
     }
+    process.stderr.write(`resolved ${Date.now() - t0} ms after the restart began: ${JSON.stringify([...states.values()])}\n`);
     expect([...states.values()].filter((st) => st === 'settling')).toEqual([]);
 
     const orders = (await call('GET', `/v1/orders${q}&limit=100`, { key })).body.data as Array<{ session_id: string; decision: string; settlement_ref?: string; receipt_id?: string }>;
@@ -176,5 +186,5 @@ describe('kill -9 during live settlement', () => {
     }
     expect(await chain.usdcBalance(payTo)).toBe(BigInt(moved) * 1_250_000n);
     expect(moved).toBeGreaterThan(0);
-  });
+  }, 240_000);
 });
