@@ -2642,6 +2642,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix evt_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -2813,6 +2814,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description Id with prefix evt_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -4158,6 +4160,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -4323,6 +4326,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -4503,6 +4507,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -4595,7 +4600,7 @@ export interface operations {
                 limit?: number;
                 /** @description The previous page's next_cursor. */
                 cursor?: string;
-                /** @description Id with prefix mrch_ */
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
                 merchant_id?: string;
             };
             header?: never;
@@ -5743,6 +5748,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix sess_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -5932,6 +5938,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description Id with prefix sess_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -6109,6 +6116,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description Id with prefix sess_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -6751,6 +6759,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix whk_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -6894,6 +6903,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix whk_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -7012,6 +7022,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix whk_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -7171,6 +7182,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description Id with prefix whk_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;

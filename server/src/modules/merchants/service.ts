@@ -5,7 +5,7 @@ import type { AuthContext, Ctx } from '../../http/context.js';
 import { generateEd25519 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
-import { checkReceiving } from '../receiving/validate.js';
+import { checkReceiving, type ReceivingFinding } from '../receiving/validate.js';
 import { MerchantEntity } from './entity.js';
 
 export type MerchantRow = InstanceType<typeof MerchantEntity.class>;
@@ -34,23 +34,29 @@ export function presentMerchant(m: MerchantRow): Merchant {
   };
 }
 
-/** Throws the first receiving finding as a 400 with its own code. */
-export function normalizeReceiving(input: unknown, livemode: boolean) {
+/** One 400 naming every failing receiving rule: all their codes, one line of text. */
+function throwFindings(findings: ReceivingFinding[]): void {
+  if (findings.length === 0) return;
+  const codes = [...new Set(findings.map((f) => f.code))];
+  throw new ApiError(codes, findings.map((f) => f.human.replace(/\.$/, '')).join('; ') + '.');
+}
+
+/** Validates receiving (and the rails list, when given) and throws every finding at once. */
+export function normalizeReceiving(input: unknown, livemode: boolean, rails?: RailName[]) {
   const { receiving, findings } = checkReceiving(input, livemode);
-  const first = findings[0];
-  if (first) throw new ApiError(first.code, first.human);
+  if (rails) findings.push(...railFindings(rails, livemode));
+  throwFindings(findings);
   return receiving;
 }
 
-function checkRails(rails: RailName[], livemode: boolean) {
-  if (livemode && rails.includes('mock')) throw new ApiError('RECEIVING_MOCK_IN_LIVE', 'rails: the mock rail cannot be enabled on a live merchant.');
+function railFindings(rails: RailName[], livemode: boolean): ReceivingFinding[] {
+  return livemode && rails.includes('mock') ? [{ code: 'RECEIVING_MOCK_IN_LIVE', human: 'rails: the mock rail cannot be enabled on a live merchant.' }] : [];
 }
 
 export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: CreateMerchantBody): Promise<MerchantRow> {
   const { livemode, projectId } = ctx.auth;
-  const receiving = normalizeReceiving(body.receiving, livemode);
   const rails: RailName[] = body.rails ?? (livemode ? ['x402'] : ['x402', 'mock']);
-  checkRails(rails, livemode);
+  const receiving = normalizeReceiving(body.receiving, livemode, rails);
   const id = newId('mrch');
   const seed = generateEd25519();
   try {
@@ -97,7 +103,7 @@ export async function findMerchant(em: Em, auth: AuthContext, id: string): Promi
 
 /** `merchant_id` query or the project's default merchant in the key's mode. */
 export async function resolveMerchant(em: Em, auth: AuthContext, merchantId?: string): Promise<MerchantRow> {
-  if (merchantId) return findMerchant(em, auth, merchantId);
+  if (merchantId !== undefined) return findMerchant(em, auth, merchantId);
   const m = await em.findOne(MerchantEntity, { projectId: auth.projectId, livemode: auth.livemode, isDefault: true });
   if (!m) throw new ApiError('NOT_FOUND', 'This project has no merchant in this mode yet; create one with POST /v1/merchants.');
   return m;
@@ -129,11 +135,12 @@ export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: strin
     const m = await lockMerchantRow(tx, await findMerchant(tx, ctx.auth, id));
     let configChanged = false;
     if (body.receiving !== undefined) {
-      m.receiving = normalizeReceiving(body.receiving, m.livemode);
+      m.receiving = normalizeReceiving(body.receiving, m.livemode, body.rails);
       configChanged = true;
+    } else if (body.rails !== undefined) {
+      throwFindings(railFindings(body.rails, m.livemode));
     }
     if (body.rails !== undefined) {
-      checkRails(body.rails, m.livemode);
       m.rails = body.rails;
       configChanged = true;
     }
