@@ -970,6 +970,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getAgentJwks: {
@@ -1049,6 +1063,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1149,6 +1177,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1396,6 +1438,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getCheckout: {
@@ -1529,6 +1585,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1993,6 +2063,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     createCatalogItem: {
@@ -2210,6 +2294,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     deleteCatalogItem: {
@@ -2319,6 +2417,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2493,6 +2605,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     listEvents: {
@@ -2623,6 +2749,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2804,6 +2944,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     replayEvent: {
@@ -2941,6 +3095,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3139,6 +3307,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3357,6 +3539,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     ingestSession: {
@@ -3546,6 +3742,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getMe: {
@@ -3669,6 +3879,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3882,6 +4106,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4153,6 +4391,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getMerchant: {
@@ -4307,6 +4559,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4500,6 +4766,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getMerchantJwks: {
@@ -4580,6 +4860,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4771,6 +5065,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getPolicy: {
@@ -4804,12 +5112,12 @@ export interface operations {
                         note: string | null;
                         version: number;
                     } | {
-                        /** Format: null */
-                        active: string | null;
-                        /** Format: null */
-                        body: string | null;
-                        /** Format: null */
-                        hash: string | null;
+                        /** @enum {string|null} */
+                        active: null;
+                        /** @enum {string|null} */
+                        body: null;
+                        /** @enum {string|null} */
+                        hash: null;
                         /** @enum {number} */
                         version: 0;
                     };
@@ -4901,6 +5209,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5076,6 +5398,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5277,6 +5613,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getReceiving: {
@@ -5405,6 +5755,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5595,6 +5959,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5916,6 +6294,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6251,6 +6643,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     validateConfig: {
@@ -6408,6 +6814,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     listWebhookEndpoints: {
@@ -6545,6 +6965,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6752,6 +7186,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getWebhookEndpoint: {
@@ -6896,6 +7344,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     deleteWebhookEndpoint: {
@@ -7003,6 +7465,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7172,6 +7648,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     rotateWebhookSecret: {
@@ -7325,6 +7815,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -34,7 +34,7 @@ export type RouteMeta = {
 };
 export const meta = (m: RouteMeta) => m;
 
-/** Error statuses every authenticated management route can answer. */
+/** Error statuses every authenticated management route can answer (503 DATABASE_UNAVAILABLE while the database is down). */
 export const keyErrors = {
   400: ErrorBody,
   401: ErrorBody,
@@ -43,14 +43,16 @@ export const keyErrors = {
   413: ErrorBody,
   429: ErrorBody,
   500: ErrorBody,
+  503: ErrorBody,
 } as const;
 
-/** Error statuses every public route can answer. */
+/** Error statuses every public route can answer (503 DATABASE_UNAVAILABLE while the database is down). */
 export const publicErrors = {
   400: ErrorBody,
   404: ErrorBody,
   413: ErrorBody,
   500: ErrorBody,
+  503: ErrorBody,
 } as const;
 
 export const IsoTimestamp = z.string().describe('ISO 8601 UTC timestamp');
