@@ -43,7 +43,7 @@ import type {
 import { pickRelayer, Relayer } from './relayer.js';
 
 export type OnchainFacilitatorOptions = {
-  /** A broadcast not mined after this long is replaced with bumped fees (same nonce). Default 3000. */
+  /** A broadcast not mined after this long is replaced with bumped fees (same nonce). Default 2500 (one Base block plus margin, so a stuck nonce recovers within 5 s). */
   replaceAfterMs?: number;
   /** How often in-flight transactions are checked. Default 250. */
   pollMs?: number;
@@ -116,7 +116,7 @@ export class OnchainFacilitator implements Facilitator {
     if (cfg.privateKeys.length === 0) throw new Error('OnchainFacilitator needs at least one relayer private key');
     const o = cfg.options ?? {};
     this.opts = {
-      replaceAfterMs: o.replaceAfterMs ?? 3000,
+      replaceAfterMs: o.replaceAfterMs ?? 2500,
       pollMs: o.pollMs ?? 250,
       gasLimit: o.gasLimit,
       feeHeadroomPct: o.feeHeadroomPct ?? 150,
