@@ -216,6 +216,8 @@ export class OnchainFacilitator implements Facilitator {
     flight.busy = false;
     this.flights.add(flight);
     this.ensureTimer();
+    // automine and fast chains mine at once: look now rather than a poll interval later
+    void this.tick();
     const left = deadline - Date.now();
     const timeout = sleep(Math.max(left, 0)).then((): SettleOutcome => ({ status: 'pending', reference: flight.hashes.at(-1) ?? null }));
     return Promise.race([outcome, timeout]);
