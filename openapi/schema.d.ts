@@ -3093,7 +3093,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            /** @description Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3299,7 +3299,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            /** @description Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3488,7 +3488,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            /** @description Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;
