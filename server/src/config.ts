@@ -26,6 +26,8 @@ const ConfigSchema = z.object({
   SVC_WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(1000).default(1),
   SVC_RUN_WORKER: bool.default('true'),
   SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  SVC_DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  SVC_DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
