@@ -128,4 +128,24 @@ describe('hardening: ingest never writes hosted or foreign sessions (issue 9.1)'
     const rows = await sql(app, 'select merchant_id, decision, settlement_ref from orders where session_id = ?', [id]);
     expect(rows).toEqual([{ merchant_id: m1, decision: 'hold', settlement_ref: null }]);
   });
+
+  it('GIVEN two projects racing to ingest one new session id WHEN both report at once THEN one 201 and one 409, never 500', async () => {
+    for (let round = 0; round < 5; round++) {
+      const keys = [await app.key('test'), await app.key('test')];
+      const merchants: string[] = [];
+      for (const k of keys) merchants.push((await app.request('POST', '/v1/merchants', { key: k, body: merchantBody() })).body.id);
+      const id = `sess_${randomUUID().replace(/-/g, '')}`;
+      const results = await Promise.all(
+        keys.map((k, i) =>
+          app.request('POST', '/v1/ingest/order', {
+            key: k,
+            body: { session: ingestSession(id, merchants[i]!), receipt: RECEIPT, settlement: { reference: `ref-${i}` } },
+          }),
+        ),
+      );
+      expect(results.map((r) => r.status).sort(), results.map((r) => r.text).join('\n')).toEqual([201, 409]);
+      expectError(results.find((r) => r.status === 409)!, 409, 'SESSION_NOT_INGESTIBLE');
+      expect(await ordersOf(app, id)).toHaveLength(1);
+    }
+  });
 });
