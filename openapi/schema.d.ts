@@ -3289,7 +3289,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            /** @description Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3509,7 +3509,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            /** @description Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3712,7 +3712,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            /** @description Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -23,6 +23,9 @@ export const REASON_CODES = {
   INTERNAL_ERROR: { status: 500, human: 'An unexpected error occurred; it has been logged.' },
   IDEMPOTENCY_KEY_REUSED: { status: 409, human: 'This Idempotency-Key was already used with a different request.' },
   IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, human: 'A request with this Idempotency-Key is still being processed; retry shortly.' },
+  REQUEST_HEADERS_TOO_LARGE: { status: 431, human: 'The request headers are larger than the server accepts (16 KB).' },
+  EXPECTATION_FAILED: { status: 417, human: 'The Expect header asks for something this server does not support (only 100-continue).' },
+  REQUEST_TIMEOUT: { status: 408, human: 'The request was not received in time.' },
 
   // 7.3 domain: configuration
   MERCHANT_SLUG_TAKEN: { status: 409, human: 'That slug is already used by another merchant in this mode.' },
@@ -93,6 +96,12 @@ export const REASON_CODES = {
   OK: { status: 200, human: 'Accepted.' },
   MERCHANT_DECLINED: { status: 403, human: 'The merchant declined the held order.' },
   REVIEW_WINDOW_EXPIRED: { status: 403, human: 'The hold review window passed without a decision.' },
+
+  // ingest
+  SESSION_NOT_INGESTIBLE: {
+    status: 409,
+    human: 'This session id cannot be ingested by this key: it is a hosted checkout session or belongs to another project, mode or merchant.',
+  },
 
   // webhooks
   WEBHOOK_URL_INVALID: { status: 400, human: 'The webhook url breaks a URL rule (https for live endpoints; no private, loopback or link-local address).' },

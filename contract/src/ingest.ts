@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { c, keyErrors, meta } from './common.js';
+import { ErrorBody } from './errors.js';
 import { ReputationTier } from './policy.js';
 
 /**
@@ -55,7 +56,7 @@ export const ingestContract = c.router({
     method: 'POST',
     path: '/v1/ingest/session',
     body: z.object({ session: IngestSession }).strict(),
-    responses: { 200: z.object({ ok: z.literal(true), session_id: z.string(), persisted: z.boolean() }), ...keyErrors },
+    responses: { 200: z.object({ ok: z.literal(true), session_id: z.string(), persisted: z.boolean() }), ...keyErrors, 409: ErrorBody },
     summary: 'Upsert a self-hosted checkout session',
     metadata: ingestMeta('ingestSession'),
   },
@@ -70,7 +71,7 @@ export const ingestContract = c.router({
         fulfillment: z.unknown().optional(),
       })
       .strict(),
-    responses: { 201: IngestOrderCreated, ...keyErrors },
+    responses: { 201: IngestOrderCreated, ...keyErrors, 409: ErrorBody },
     summary: 'Report an accepted, settled order (idempotent on session.id)',
     description: 'One transaction: order and receipt rows (when anchored), the reputation delta (at most once), order.accepted and order.settled.',
     metadata: ingestMeta('ingestOrder'),
@@ -88,6 +89,7 @@ export const ingestContract = c.router({
         replayed: z.literal(true).optional(),
       }),
       ...keyErrors,
+      409: ErrorBody,
     },
     summary: 'Report a reject or hold decision (order.rejected / order.held)',
     metadata: ingestMeta('ingestDecision'),

@@ -16,7 +16,10 @@ export function dbTargetFor(config: Config): DbTarget {
 export async function createServices(config: Config, opts: { log?: Logger; target?: DbTarget } = {}): Promise<Services> {
   const log = opts.log ?? createLogger(config.LOG_LEVEL);
   const box = new SecretBox(resolveMasterKey(config, log));
-  const orm = await openOrm(opts.target ?? dbTargetFor(config), log);
+  const orm = await openOrm(opts.target ?? dbTargetFor(config), log, {
+    statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS,
+    connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS,
+  });
   await migrate(orm);
   installWebhooks({ orm });
   return { config, orm, box, log, now: () => new Date(), facilitators: createFacilitators(config, log) };

@@ -76,6 +76,8 @@ const ConfigSchema = z.object({
     .regex(/^\d{1,30}$/, 'must be a non-negative integer number of wei')
     .transform((v) => BigInt(v))
     .optional(),
+  SVC_DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  SVC_DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
 }).superRefine((c, ctx) => {
   const need = (path: string, message: string) => ctx.addIssue({ code: z.ZodIssueCode.custom, path: [path], message });
   if (!c.SVC_LIVE_FACILITATOR) return;

@@ -4,6 +4,7 @@ import { loadConfigOrExit, startServicesOrExit } from './startup.js';
 import { startWebhookWorker } from './modules/webhooks/worker.js';
 import { startSettlementWorker } from './modules/settlement/reconciler.js';
 import { liveReadiness } from './rails/index.js';
+import { installTransportErrorHandlers } from './http/transport-errors.js';
 
 async function main() {
   const config = loadConfigOrExit();
@@ -14,6 +15,7 @@ async function main() {
     const where = config.DATABASE_URL ? 'postgresql' : `embedded PGlite in ${config.SVC_DATA_DIR}`;
     log.info({ port: config.PORT, database: where, env: config.NODE_ENV }, `svc-checkout listening on http://${config.HOST === "0.0.0.0" ? "localhost" : config.HOST}:${config.PORT}`);
   });
+  installTransportErrorHandlers(server);
   // Webhook delivery runs in the server by default; SVC_RUN_WORKER=false leaves it to `npm run worker`.
   const worker = config.SVC_RUN_WORKER ? startWebhookWorker(services) : null;
   // The settlement worker (reconciler and hold sweeper) runs beside it.

@@ -15,8 +15,29 @@ export type DbTarget =
   | { kind: 'postgres'; url: string; poolMax?: number }
   | { kind: 'pglite'; dataDir: string | null /* null: in memory */ };
 
+/**
+ * How long PostgreSQL may take before a request gives up with 503 DATABASE_UNAVAILABLE
+ * rather than hang: `statementMs` bounds each statement on the server (statement_timeout,
+ * lock waits included) and, with a margin, on the client (query_timeout, for a server that
+ * stopped answering at all); `connectMs` bounds opening a connection and waiting for a free
+ * one in the pool. A transaction left idle for long is ended by the server. PGlite runs in
+ * process and has none of these.
+ */
+export type DbTimeouts = { statementMs: number; connectMs: number };
+export const DEFAULT_DB_TIMEOUTS: DbTimeouts = { statementMs: 5000, connectMs: 5000 };
+
+/** The `pg` client and pool options for the timeouts above. */
+export function pgTimeoutOptions(t: DbTimeouts) {
+  return {
+    connectionTimeoutMillis: t.connectMs,
+    statement_timeout: t.statementMs,
+    query_timeout: t.statementMs + 2000,
+    idle_in_transaction_session_timeout: Math.max(30_000, t.statementMs * 6),
+  };
+}
+
 /** Opens the ORM on PostgreSQL or embedded PGlite with the same entities and migrations. */
-export async function openOrm(target: DbTarget, log?: Logger): Promise<Orm> {
+export async function openOrm(target: DbTarget, log?: Logger, timeouts: DbTimeouts = DEFAULT_DB_TIMEOUTS): Promise<Orm> {
   const common = {
     entities,
     extensions: [Migrator],
@@ -31,6 +52,7 @@ export async function openOrm(target: DbTarget, log?: Logger): Promise<Orm> {
       ...common,
       clientUrl: target.url,
       pool: { min: 0, max: target.poolMax ?? 10, idleTimeoutMillis: 10_000 },
+      driverOptions: pgTimeoutOptions(timeouts),
     })) as unknown as Orm;
   }
   let dbName = 'memory://';

@@ -70,7 +70,9 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTF
 
 /**
  * The database cannot be reached (refused or dropped connection, server shutting down or
- * refusing connections, connection slots exhausted): a retryable 503, not a 500.
+ * refusing connections, connection slots exhausted) or did not answer in time (statement
+ * timeout, client query timeout, no connection within the connect / pool-acquire timeout,
+ * idle transaction ended by the server): a retryable 503, not a 500.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
@@ -79,8 +81,10 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (NETWORK_CODES.has(code)) return true;
   // SQLSTATE class 08 connection_exception; 57P01-57P03 shutdown / cannot connect now; 53300 too_many_connections.
   if (/^08[0-9A-Z]{3}$/.test(code) || /^57P0[123]$/.test(code) || code === '53300') return true;
+  // 57014 query_canceled (statement_timeout), 55P03 lock_not_available (lock_timeout), 25P03 idle_in_transaction_session_timeout.
+  if (code === '57014' || code === '55P03' || code === '25P03') return true;
   if (code === '55000' && message.includes('not currently accepting connections')) return true;
-  return /^Connection terminated|timeout exceeded when trying to connect/.test(message);
+  return /^Connection terminated|timeout exceeded when trying to connect/.test(message) || message.includes('Query read timeout');
 }
 
 /** The one error mapper: ApiError, body-parser errors, unique violations, and anything else as 500. */

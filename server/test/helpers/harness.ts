@@ -8,6 +8,7 @@ import { createScratchDatabase } from '../../src/db/scratch.js';
 import { ulid } from 'ulid';
 import { SCOPES, type Scope } from '@svc/contract';
 import { buildApp } from '../../src/app.js';
+import { installTransportErrorHandlers } from '../../src/http/transport-errors.js';
 import { createServices } from '../../src/boot.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { DbTarget } from '../../src/db/orm.js';
@@ -74,6 +75,7 @@ export class TestApp {
     await new Promise<void>((resolve) => {
       this.server = app.listen(0, '127.0.0.1', () => resolve());
     });
+    installTransportErrorHandlers(this.server);
     this.baseUrl = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 

@@ -1,4 +1,5 @@
 import { decodeJwt } from 'jose';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { TrustTier, type IngestSession, type Total } from '@svc/contract';
 import type { AuthContext, Ctx } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
@@ -72,8 +73,40 @@ async function priorLog(tx: Em, auth: AuthContext, kind: 'order' | 'decision', s
   return rows[0]!;
 }
 
+/**
+ * Ingest writes only rows ingest wrote for the same project and mode (and merchant, when
+ * anchored). A session id that is a hosted checkout session, or whose order or reports
+ * belong to another project, mode or merchant, is refused with one 409
+ * SESSION_NOT_INGESTIBLE that says nothing more about whose it is.
+ */
+async function assertIngestible(em: Em, auth: AuthContext, sessionId: string, merchantId: string | null) {
+  const rows = await em.execute(
+    `select 1 from checkout_sessions where id = ?
+     union all select 1 from orders where session_id = ?
+       and not (source = 'ingest' and project_id = ? and livemode = ? and (cast(? as text) is null or merchant_id = ?))
+     union all select 1 from ingest_log where session_id = ? and not (project_id = ? and livemode = ?)
+     union all select 1 from ingested_sessions where session_id = ? and not (project_id = ? and livemode = ?)
+     limit 1`,
+    [sessionId, sessionId, auth.projectId, auth.livemode, merchantId, merchantId, sessionId, auth.projectId, auth.livemode, sessionId, auth.projectId, auth.livemode],
+  );
+  if (rows.length > 0) throw new ApiError('SESSION_NOT_INGESTIBLE');
+}
+
+/** Two projects racing to ingest one new session id: the loser's unique violation is the same 409. */
+async function refusingCollisions<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException && String(err.message).includes('orders_session')) {
+      throw new ApiError('SESSION_NOT_INGESTIBLE');
+    }
+    throw err;
+  }
+}
+
 export async function ingestSession(ctx: Authed, session: IngestSession) {
   const m = await anchor(ctx.em, ctx.auth, session.merchantId);
+  await assertIngestible(ctx.em, ctx.auth, session.id, m?.id ?? null);
   await ctx.em.execute(
     `insert into ingested_sessions (project_id, livemode, session_id, merchant_id, payload) values (?, ?, ?, ?, ?)
      on conflict (project_id, livemode, session_id) do update set merchant_id = excluded.merchant_id, payload = excluded.payload, updated_at = now()`,
@@ -87,8 +120,9 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
   const { session } = input;
   if (session.state !== 'accepted') throw new ApiError('VALIDATION_FAILED', `body.session.state: must be "accepted" to ingest an order, got ${JSON.stringify(session.state ?? null)}.`);
   const agentId = requireAgent(session);
-  return ctx.em.transactional(async (tx) => {
+  return refusingCollisions(() => ctx.em.transactional(async (tx) => {
     const m = await anchor(tx, ctx.auth, session.merchantId);
+    await assertIngestible(tx, ctx.auth, session.id, m?.id ?? null);
     if (!(await claim(tx, ctx.auth, 'order', session, agentId, m?.id ?? null, 'accept'))) {
       const prior = await priorLog(tx, ctx.auth, 'order', session.id);
       if (prior.order_id) return { order_id: prior.order_id, receipt_id: prior.receipt_id, event_ids: [], replayed: true as const };
@@ -133,7 +167,7 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
     }
     const rep = await applyOutcome(tx, session.id, 'agent', agentId, 'accepted');
     return { order_id: orderId, receipt_id: receiptId, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } };
-  });
+  }));
 }
 
 /** Rule 3 of 4.9: hold fires order.held, reject fires order.rejected; accepted sessions go to /ingest/order. */
@@ -142,8 +176,9 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
   if (!decision) throw new ApiError('VALIDATION_FAILED', 'body.session.verdict.decision: is required.');
   if (decision === 'accept') throw new ApiError('VALIDATION_FAILED', 'body.session.verdict.decision: accepted sessions are reported with POST /v1/ingest/order.');
   const agentId = requireAgent(session);
-  return ctx.em.transactional(async (tx) => {
+  return refusingCollisions(() => ctx.em.transactional(async (tx) => {
     const m = await anchor(tx, ctx.auth, session.merchantId);
+    await assertIngestible(tx, ctx.auth, session.id, m?.id ?? null);
     if (!(await claim(tx, ctx.auth, 'decision', session, agentId, m?.id ?? null, decision))) {
       const prior = await priorLog(tx, ctx.auth, 'decision', session.id);
       const rep = await readReputation(tx, 'agent', prior.agent_id);
@@ -182,5 +217,5 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
     }
     const rep = await applyOutcome(tx, session.id, 'agent', agentId, decision === 'hold' ? 'held' : 'rejected');
     return { ok: true as const, decision, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } };
-  });
+  }));
 }

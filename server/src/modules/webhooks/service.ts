@@ -7,6 +7,7 @@ import type {
   WebhookEventType,
 } from '@svc/contract';
 import type { z } from 'zod';
+import { LockMode } from '@mikro-orm/core';
 import type { WebhookEventDetail } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import type { AuthContext, Ctx } from '../../http/context.js';
@@ -50,6 +51,9 @@ export async function createWebhookEndpoint(ctx: AuthedCtx, body: CreateWebhookE
   const id = newId('whk');
   const secret = newWebhookSecret();
   const row = await ctx.em.transactional(async (tx) => {
+    // Creates of one project and mode take turns (the project row, FOR NO KEY UPDATE so
+    // inserts referencing the project are not blocked), so the count below cannot be stale.
+    await tx.execute('select id from projects where id = ? for no key update', [projectId]);
     const count = await tx.count(WebhookEndpointEntity, { projectId, livemode, deletedAt: null });
     if (count >= MAX_ENDPOINTS) throw new ApiError('WEBHOOK_ENDPOINT_LIMIT');
     const e = tx.create(WebhookEndpointEntity, {
@@ -74,10 +78,17 @@ export async function createWebhookEndpoint(ctx: AuthedCtx, body: CreateWebhookE
   return { ...presentEndpoint(row), secret };
 }
 
-/** An endpoint of the key's project and mode; another project's or mode's id, or a deleted one, is 404. */
-export async function findWebhookEndpoint(em: Em, auth: AuthContext, id: string): Promise<WebhookEndpointRow> {
+/**
+ * An endpoint of the key's project and mode; another project's or mode's id, or a deleted one, is 404.
+ * `lock` takes the row FOR UPDATE (in a transaction) for a read-modify-write.
+ */
+export async function findWebhookEndpoint(em: Em, auth: AuthContext, id: string, opts: { lock?: boolean } = {}): Promise<WebhookEndpointRow> {
   const e = hasPrefix(id, 'whk')
-    ? await em.findOne(WebhookEndpointEntity, { id, projectId: auth.projectId, livemode: auth.livemode, deletedAt: null })
+    ? await em.findOne(
+        WebhookEndpointEntity,
+        { id, projectId: auth.projectId, livemode: auth.livemode, deletedAt: null },
+        opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
+      )
     : null;
   if (!e) throw new ApiError('NOT_FOUND', 'No such webhook endpoint.');
   return e;
@@ -148,11 +159,15 @@ export async function deleteWebhookEndpoint(ctx: AuthedCtx, id: string): Promise
   });
 }
 
-/** New secret shown once; the replaced one keeps signing (a second v1) for 24 h. */
+/**
+ * New secret shown once; the replaced one keeps signing (a second v1) for 24 h. The row is
+ * locked, so concurrent rotations run one after the other: each answered secret is the
+ * current or the previous one, never silently dropped.
+ */
 export async function rotateWebhookSecret(ctx: AuthedCtx, id: string): Promise<WebhookEndpointWithSecret> {
   const secret = newWebhookSecret();
   const row = await ctx.em.transactional(async (tx) => {
-    const e = await findWebhookEndpoint(tx, ctx.auth, id);
+    const e = await findWebhookEndpoint(tx, ctx.auth, id, { lock: true });
     e.previousSecretSealed = e.secretSealed;
     e.previousSecretExpiresAt = new Date(Date.now() + ROTATION_OVERLAP_MS);
     e.secretSealed = ctx.services.box.seal(secret, e.id);
