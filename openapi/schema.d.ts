@@ -823,6 +823,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     healthz: {
@@ -6061,6 +6075,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getMerchantReputation: {
@@ -6103,6 +6131,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getReputationShort: {
@@ -6133,6 +6175,20 @@ export interface operations {
             };
             /** @description Bad Request: malformed JSON or failed validation */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

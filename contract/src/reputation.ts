@@ -8,9 +8,9 @@ export const MerchantReputation = z.object({ merchantId: z.string(), score: z.nu
 
 const repMeta = (operationId: string) => meta({ auth: 'public', scopes: [], tag: 'Reputation', operationId });
 const AgentParams = z.object({ agentId: z.string().max(200) });
-const responses = { 200: AgentReputation, 400: ErrorBody } as const;
+const responses = { 200: AgentReputation, 400: ErrorBody, 404: ErrorBody } as const;
 
-/** Public, never 404, never blocks: unknown ids, outages and timeouts give the neutral default. */
+/** Public and never blocks: unknown ids, outages and timeouts give the neutral default; only an id holding control characters (one that cannot exist) is 404. */
 export const reputationContract = c.router({
   agent: {
     method: 'GET',
@@ -24,7 +24,7 @@ export const reputationContract = c.router({
     method: 'GET',
     path: '/v1/reputation/merchant/:merchantId',
     pathParams: z.object({ merchantId: z.string().max(200) }),
-    responses: { 200: MerchantReputation, 400: ErrorBody },
+    responses: { 200: MerchantReputation, 400: ErrorBody, 404: ErrorBody },
     summary: 'A merchant\'s reputation',
     metadata: repMeta('getMerchantReputation'),
   },
