@@ -95,9 +95,11 @@ export async function broadcastsOf(em: Em, attemptId: string): Promise<Broadcast
 }
 
 /**
- * Phase 2 and 3 for an attempt phase 1 just committed. A facilitator that throws before it
- * stored any transaction moved nothing: the attempt fails and the error (503) reaches the
- * caller. One that throws after is `pending`: the reconciler reads the chain.
+ * Phase 2 and 3 for an attempt phase 1 just committed. A facilitator throws only when nothing
+ * was sent (an unreachable node, a remote facilitator that refused the request): with no
+ * transaction stored the attempt fails and the error (503) reaches the caller; with one
+ * stored it is `pending` and the reconciler reads the chain. An uncertain send (a timeout
+ * after the request went out) is not a throw but `pending`.
  */
 export async function driveAttempt(services: Services, attemptId: string, proof: PaymentProof, facilitator: Facilitator): Promise<AttemptOutcome> {
   let recorded = 0;
@@ -113,8 +115,8 @@ export async function driveAttempt(services: Services, attemptId: string, proof:
     });
   } catch (err) {
     services.log.warn({ attempt: attemptId, err: err instanceof Error ? err.message : String(err), recorded }, 'facilitator settle failed');
-    if (recorded > 0 || facilitator.name === 'remote') {
-      // Something may be on its way (a remote facilitator may have broadcast before the error).
+    if (recorded > 0) {
+      // Something may be on its way: the reconciler reads the chain.
       outcome = { status: 'pending', reference: null };
     } else {
       const code: ReasonCode = err instanceof ApiError ? err.codes[0]! : 'FACILITATOR_UNAVAILABLE';
