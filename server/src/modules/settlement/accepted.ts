@@ -130,7 +130,6 @@ export async function writeAccepted(
   s.paymentError = null;
   s.gate = null;
   await applyOutcome(tx, s.id, 'agent', s.agentId, 'accepted');
-  await applyOutcome(tx, s.id, 'merchant', m.id, 'settled_merchant');
   await tx.flush();
   const object = orderObject(order);
   await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.accepted', object, now });
@@ -141,5 +140,7 @@ export async function writeAccepted(
   };
   storeSettleResult(s, input.paymentHash, result);
   await tx.flush();
+  // Last: the merchant's reputation row is one hot row per merchant, so its lock is held only until the commit.
+  await applyOutcome(tx, s.id, 'merchant', m.id, 'settled_merchant');
   return result;
 }

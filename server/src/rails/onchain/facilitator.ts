@@ -90,7 +90,6 @@ type Flight = {
 type SendResult = 'sent' | 'nonce-low' | 'underpriced' | 'unreachable' | { rejected: string };
 
 const maxBig = (...xs: bigint[]) => xs.reduce((a, b) => (b > a ? b : a));
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * Live x402 facilitator that broadcasts transferWithAuthorization itself from a pool of relayer
@@ -219,8 +218,15 @@ export class OnchainFacilitator implements Facilitator {
     // automine and fast chains mine at once: look now rather than a poll interval later
     void this.tick();
     const left = deadline - Date.now();
-    const timeout = sleep(Math.max(left, 0)).then((): SettleOutcome => ({ status: 'pending', reference: flight.hashes.at(-1) ?? null }));
-    return Promise.race([outcome, timeout]);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<SettleOutcome>((resolve) => {
+      timer = setTimeout(() => resolve({ status: 'pending', reference: flight.hashes.at(-1) ?? null }), Math.max(left, 0));
+    });
+    try {
+      return await Promise.race([outcome, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {

@@ -1,0 +1,87 @@
+import type { Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Address, Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { AgentClient } from '../../sdk/src/index.js';
+import { startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
+import { eventTypes, ordersOf, settle } from './helpers/agent-protocol.js';
+import { signPayment } from './helpers/agent.js';
+import { TestApp, type TestKey } from './helpers/harness.js';
+import { startX402Facilitator, X402_FACILITATOR_TOKEN, type Knobs } from './helpers/x402-facilitator.js';
+
+/**
+ * Live mode through the `remote` strategy end to end: our server, configured with
+ * SVC_LIVE_FACILITATOR=remote, settles through a stock x402 facilitator (@x402/core's
+ * x402Facilitator with @x402/evm's exact scheme) served over HTTP on the same anvil chain.
+ */
+let chain: Anvil;
+let facilitator: { url: string; server: Server };
+const knobs: Knobs = { settleDelayMs: 0, seenAuth: [], calls: [] };
+let app: TestApp;
+let key: TestKey;
+let payTo: Address;
+let base: string;
+
+beforeAll(async () => {
+  chain = await startAnvil();
+  facilitator = await startX402Facilitator(chain, knobs);
+  app = await TestApp.start({
+    SVC_LIVE_FACILITATOR: 'remote',
+    SVC_FACILITATOR_URL: facilitator.url,
+    SVC_FACILITATOR_AUTH_HEADER: `Authorization: Bearer ${X402_FACILITATOR_TOKEN}`,
+    SVC_RPC_URL_BASE: chain.rpcUrl,
+  });
+  key = await app.key('live');
+  payTo = privateKeyToAccount(generatePrivateKey()).address;
+  const m = await app.request('POST', '/v1/merchants', {
+    key,
+    body: { slug: `remote-${randomUUID().slice(0, 8)}`, name: 'Remote Shop', domain: 'remote.example.com', receiving: { x402: { chain: 'base', address: payTo } } },
+  });
+  expect(m.status, m.text).toBe(201);
+  base = `/m/${m.body.id}`;
+  const q = `?merchant_id=${m.body.id}`;
+  expect((await app.request('POST', `/v1/catalog${q}`, { key, body: { sku: 'map', name: 'Map', price: { amount: '2.75', currency: 'USD' } } })).status).toBe(201);
+  expect((await app.request('PUT', `/v1/policy${q}`, { key, body: { body: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null } } })).status).toBe(201);
+  expect((await app.request('POST', `/v1/publish${q}`, { key })).status).toBe(200);
+}, 120_000);
+afterAll(async () => {
+  await app?.stop();
+  facilitator?.server.close();
+  await chain?.stop();
+});
+
+describe('live mode through a remote x402 facilitator', () => {
+  it('GIVEN a live merchant and SVC_LIVE_FACILITATOR=remote WHEN an agent buys with the SDK THEN the facilitator settles on chain, balances move exactly and the order and events exist once', async () => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await chain.mintUsdc(buyer.address, 10_000_000n);
+    const agent = new AgentClient({ account: buyer, agentId: randomUUID() });
+    const shop = await agent.discover(`${app.baseUrl}${base}`);
+    const outcome = await shop.buy([{ sku: 'map', qty: 1 }]);
+    if (outcome.status !== 'accepted') throw new Error(JSON.stringify(outcome));
+    const hash = outcome.fulfillment.reference as Hex;
+    const receipt = await chain.client.getTransactionReceipt({ hash });
+    expect(receipt.status).toBe('success');
+    expect(receipt.to?.toLowerCase()).toBe(USDC_BASE.toLowerCase());
+    expect(await chain.usdcBalance(payTo)).toBe(2_750_000n);
+    expect(await chain.usdcBalance(buyer.address)).toBe(7_250_000n);
+    expect((await shop.verifyReceipt(outcome.receipt)).settlementRef).toBe(hash);
+    expect(await ordersOf(app, outcome.session_id)).toHaveLength(1);
+    expect(await eventTypes(app, outcome.session_id)).toEqual(['order.accepted', 'order.settled']);
+    // It went through the facilitator's HTTP API, with the configured credentials.
+    expect(knobs.calls).toEqual(expect.arrayContaining(['POST /verify', 'POST /settle']));
+    expect(knobs.seenAuth.every((a) => a === `Bearer ${X402_FACILITATOR_TOKEN}`)).toBe(true);
+  });
+
+  it('GIVEN an unfunded buyer WHEN it settles THEN the facilitator refusal reaches the agent as 402 INSUFFICIENT_FUNDS and nothing moves', async () => {
+    const before = await chain.usdcBalance(payTo);
+    const poor = privateKeyToAccount(generatePrivateKey());
+    const s = await app.request('POST', `${base}/agent/checkout`, { body: { agent_id: randomUUID(), items: [{ sku: 'map', qty: 1 }] } });
+    expect(s.status, s.text).toBe(201);
+    const res = await settle(app, base, s.body.session_id, await signPayment(poor, s.body.payment_required));
+    expect(res.status, res.text).toBe(402);
+    expect(res.body.reason_codes).toEqual(['INSUFFICIENT_FUNDS']);
+    expect(await chain.usdcBalance(payTo)).toBe(before);
+    expect(await ordersOf(app, s.body.session_id)).toHaveLength(0);
+  });
+});
