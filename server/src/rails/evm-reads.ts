@@ -1,0 +1,205 @@
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  HttpRequestError,
+  RpcRequestError,
+  TimeoutError,
+  TransactionReceiptNotFoundError,
+  getAddress,
+  isAddressEqual,
+  parseEventLogs,
+  type Address,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem';
+import type { ReasonCode } from '@svc/contract';
+import { ApiError } from '../lib/errors.js';
+import type { BroadcastRecord, PaymentProof, SettleOutcome } from './types.js';
+
+/**
+ * Chain reads shared by the onchain and remote facilitators: the USDC (FiatToken v2.2)
+ * functions and events they need, authorization state, receipts, and AuthorizationUsed logs.
+ */
+export const USDC_ABI = [
+  {
+    type: 'function',
+    name: 'transferWithAuthorization',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: 'from', type: 'address' },
+      { name: 'to', type: 'address' },
+      { name: 'value', type: 'uint256' },
+      { name: 'validAfter', type: 'uint256' },
+      { name: 'validBefore', type: 'uint256' },
+      { name: 'nonce', type: 'bytes32' },
+      { name: 'v', type: 'uint8' },
+      { name: 'r', type: 'bytes32' },
+      { name: 's', type: 'bytes32' },
+    ],
+    outputs: [],
+  },
+  {
+    type: 'function',
+    name: 'authorizationState',
+    stateMutability: 'view',
+    inputs: [
+      { name: 'authorizer', type: 'address' },
+      { name: 'nonce', type: 'bytes32' },
+    ],
+    outputs: [{ name: '', type: 'bool' }],
+  },
+  {
+    type: 'function',
+    name: 'balanceOf',
+    stateMutability: 'view',
+    inputs: [{ name: 'account', type: 'address' }],
+    outputs: [{ name: '', type: 'uint256' }],
+  },
+  {
+    type: 'event',
+    name: 'Transfer',
+    inputs: [
+      { name: 'from', type: 'address', indexed: true },
+      { name: 'to', type: 'address', indexed: true },
+      { name: 'value', type: 'uint256', indexed: false },
+    ],
+  },
+  {
+    type: 'event',
+    name: 'AuthorizationUsed',
+    inputs: [
+      { name: 'authorizer', type: 'address', indexed: true },
+      { name: 'nonce', type: 'bytes32', indexed: true },
+    ],
+  },
+] as const;
+
+/** True when the error says the node could not be reached or did not answer (not a revert). */
+export function isRpcUnavailable(err: unknown): boolean {
+  if (err instanceof ApiError) return err.codes.includes('FACILITATOR_UNAVAILABLE');
+  if (!(err instanceof BaseError)) return err instanceof TypeError || (err instanceof Error && /fetch failed|ECONNREFUSED|ETIMEDOUT/i.test(err.message));
+  return Boolean(err.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError));
+}
+
+/** The 503 every live facilitator throws when its chain node is unreachable (no URL in the text). */
+export const rpcUnavailable = () => new ApiError('FACILITATOR_UNAVAILABLE', 'The chain node behind the live facilitator is unreachable; retry shortly.');
+
+/** Runs a read; an unreachable node becomes 503 FACILITATOR_UNAVAILABLE, anything else is rethrown. */
+export async function chainRead<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (isRpcUnavailable(err)) throw rpcUnavailable();
+    throw err;
+  }
+}
+
+/** The revert reason string of a failed call or estimate, or null when it was not a revert. */
+export function revertReason(err: unknown): string | null {
+  if (!(err instanceof BaseError)) return null;
+  const reverted = err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
+  if (reverted) return reverted.reason ?? reverted.shortMessage;
+  const rpc = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
+  if (rpc && /revert/i.test(rpc.details ?? rpc.shortMessage)) return rpc.details ?? rpc.shortMessage;
+  return /revert/i.test(err.details ?? err.shortMessage) ? (err.details ?? err.shortMessage) : null;
+}
+
+/** FiatToken's revert strings to our reason codes; unknown reverts are CAPTURE_FAILED. */
+export function mapRevert(reason: string): { code: ReasonCode; human: string } {
+  if (/authorization is used|used or canceled/i.test(reason)) {
+    return { code: 'NONCE_ALREADY_USED', human: 'The authorization nonce was already used on chain; sign a new authorization.' };
+  }
+  if (/authorization is expired/i.test(reason)) {
+    return { code: 'PAYMENT_EXPIRED', human: 'The authorization has expired on chain (validBefore); sign a new authorization.' };
+  }
+  if (/not yet valid/i.test(reason)) {
+    return { code: 'PAYMENT_NOT_YET_VALID', human: 'The authorization is not yet valid on chain (validAfter).' };
+  }
+  if (/exceeds balance|insufficient/i.test(reason)) {
+    return { code: 'INSUFFICIENT_FUNDS', human: 'The payer does not hold enough USDC for this authorization.' };
+  }
+  if (/signature/i.test(reason)) {
+    return { code: 'SIGNER_MISMATCH', human: 'The token contract refused the signature; sign the EIP-712 typed data again.' };
+  }
+  return { code: 'CAPTURE_FAILED', human: 'The token contract refused the transfer.' };
+}
+
+export function authorizationUsed(client: PublicClient, token: Address, proof: PaymentProof): Promise<boolean> {
+  return chainRead(() =>
+    client.readContract({
+      address: token,
+      abi: USDC_ABI,
+      functionName: 'authorizationState',
+      args: [getAddress(proof.authorization.from), proof.authorization.nonce as Hex],
+    }),
+  );
+}
+
+export function usdcBalance(client: PublicClient, token: Address, owner: string): Promise<bigint> {
+  return chainRead(() => client.readContract({ address: token, abi: USDC_ABI, functionName: 'balanceOf', args: [getAddress(owner)] }));
+}
+
+/** The receipt, or null while the node does not know the transaction as mined. */
+export async function receiptOf(client: PublicClient, hash: Hex): Promise<TransactionReceipt | null> {
+  try {
+    return await client.getTransactionReceipt({ hash });
+  } catch (err) {
+    if (err instanceof BaseError && err.walk((e) => e instanceof TransactionReceiptNotFoundError)) return null;
+    if (isRpcUnavailable(err)) throw rpcUnavailable();
+    throw err;
+  }
+}
+
+/** Whether a mined receipt carries this authorization's USDC transfer (status 1 and the Transfer log). */
+export function receiptMovesFunds(receipt: TransactionReceipt, token: Address, proof: PaymentProof): boolean {
+  if (receipt.status !== 'success') return false;
+  const a = proof.authorization;
+  const logs = parseEventLogs({ abi: USDC_ABI, eventName: 'Transfer', logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)) });
+  return logs.some((l) => isAddressEqual(l.args.from, getAddress(a.from)) && isAddressEqual(l.args.to, getAddress(a.to)) && l.args.value === BigInt(a.value));
+}
+
+/** The transaction that used the authorization, from its AuthorizationUsed log within the last `lookbackBlocks`. */
+export async function findAuthorizationTx(client: PublicClient, token: Address, proof: PaymentProof, lookbackBlocks: bigint): Promise<Hex | null> {
+  return chainRead(async () => {
+    const latest = await client.getBlockNumber();
+    const logs = await client.getLogs({
+      address: token,
+      event: USDC_ABI[4],
+      args: { authorizer: getAddress(proof.authorization.from), nonce: proof.authorization.nonce as Hex },
+      fromBlock: latest > lookbackBlocks ? latest - lookbackBlocks : 0n,
+      toBlock: latest,
+    });
+    return logs.at(-1)?.transactionHash ?? null;
+  });
+}
+
+/**
+ * The authorization is used on chain: settled, preferably with a recorded transaction that
+ * mined it, else the transaction found through its AuthorizationUsed log (someone else's
+ * transaction may have carried it). The last recorded hash is the fallback reference.
+ */
+export async function settledOutcome(
+  client: PublicClient,
+  token: Address,
+  proof: PaymentProof,
+  recordedHashes: Hex[],
+  lookbackBlocks: bigint,
+): Promise<SettleOutcome> {
+  for (const hash of recordedHashes) {
+    const r = await receiptOf(client, hash);
+    if (r && receiptMovesFunds(r, token, proof)) return { status: 'settled', reference: hash };
+  }
+  const found = await findAuthorizationTx(client, token, proof, lookbackBlocks);
+  if (found) return { status: 'settled', reference: found };
+  const last = recordedHashes.at(-1);
+  return last ? { status: 'settled', reference: last } : { status: 'pending', reference: null };
+}
+
+/** Seconds of the latest block: validity windows are judged by chain time, not ours. */
+export async function chainTimeSec(client: PublicClient): Promise<number> {
+  return chainRead(async () => Number((await client.getBlock({ blockTag: 'latest' })).timestamp));
+}
+
+/** Recorded hashes, oldest first. */
+export const hashesOf = (broadcasts: BroadcastRecord[]): Hex[] => broadcasts.map((b) => b.txHash);

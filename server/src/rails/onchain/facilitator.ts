@@ -1,0 +1,473 @@
+import {
+  BaseError,
+  createPublicClient,
+  encodeFunctionData,
+  getAddress,
+  http,
+  keccak256,
+  parseSignature,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { base } from 'viem/chains';
+import type { Logger } from '../../lib/logger.js';
+import { checkAuthorization } from '../../modules/gate/eip712.js';
+import { CHAINS } from '../../modules/receiving/validate.js';
+import {
+  USDC_ABI,
+  authorizationUsed,
+  chainRead,
+  chainTimeSec,
+  hashesOf,
+  isRpcUnavailable,
+  mapRevert,
+  receiptMovesFunds,
+  receiptOf,
+  revertReason,
+  rpcUnavailable,
+  settledOutcome,
+  usdcBalance,
+} from '../evm-reads.js';
+import type {
+  BroadcastRecord,
+  Facilitator,
+  FacilitatorHealth,
+  PaymentProof,
+  ReconcileInput,
+  SettleOptions,
+  SettleOutcome,
+  VerifyResult,
+} from '../types.js';
+import { pickRelayer, Relayer } from './relayer.js';
+
+export type OnchainFacilitatorOptions = {
+  /** A broadcast not mined after this long is replaced with bumped fees (same nonce). Default 3000. */
+  replaceAfterMs?: number;
+  /** How often in-flight transactions are checked. Default 250. */
+  pollMs?: number;
+  /** Fixed gas limit; unset = eth_estimateGas + 25 %. */
+  gasLimit?: bigint;
+  /** maxFeePerGas = the node's estimate x this percentage. Default 150. */
+  feeHeadroomPct?: number;
+  /** Replacement fees are at least the previous ones x this percentage (nodes want >= 110). Default 125. */
+  replacementBumpPct?: number;
+  /** health() is not ok when a relayer holds less gas money than this. Default 0.0005 ETH. */
+  minRelayerBalanceWei?: bigint;
+  /** Per-request RPC timeout. Default 10000. */
+  rpcTimeoutMs?: number;
+  /** How far back reconcile searches AuthorizationUsed logs. Default 100000 blocks (about 2.3 days on Base). */
+  logLookbackBlocks?: bigint;
+};
+
+export type OnchainFacilitatorConfig = {
+  rpcUrl: string;
+  privateKeys: Hex[];
+  chain: 'base';
+  log: Logger;
+  options?: OnchainFacilitatorOptions;
+};
+
+type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
+
+/** One authorization on its way on chain through one relayer nonce (first broadcast and replacements). */
+type Flight = {
+  proof: PaymentProof;
+  relayer: Relayer;
+  nonce: number;
+  data: Hex;
+  gas: bigint;
+  fees: Fees;
+  hashes: Hex[];
+  lastSentAt: number;
+  record: (rec: BroadcastRecord) => Promise<void>;
+  resolve: (o: SettleOutcome) => void;
+  outcome: Promise<SettleOutcome>;
+  busy: boolean;
+};
+
+type SendResult = 'sent' | 'nonce-low' | 'underpriced' | 'unreachable' | { rejected: string };
+
+const maxBig = (...xs: bigint[]) => xs.reduce((a, b) => (b > a ? b : a));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Live x402 facilitator that broadcasts transferWithAuthorization itself from a pool of relayer
+ * accounts: simulation before any broadcast, a serialized nonce per relayer, local signing,
+ * every transaction recorded before it is sent, and stuck transactions replaced with bumped fees
+ * by a background monitor that keeps watching every hash of an authorization until one is mined.
+ */
+export class OnchainFacilitator implements Facilitator {
+  readonly name = 'onchain';
+  readonly inProcess = false;
+  private readonly client: PublicClient;
+  private readonly relayers: Relayer[];
+  private readonly token: Address;
+  private readonly chainId: number;
+  private readonly opts: Required<Omit<OnchainFacilitatorOptions, 'gasLimit'>> & { gasLimit?: bigint };
+  private readonly flights = new Set<Flight>();
+  private readonly log: Logger;
+  private timer: NodeJS.Timeout | null = null;
+  private ticking = false;
+  private turn = 0;
+
+  constructor(private readonly cfg: OnchainFacilitatorConfig) {
+    if (cfg.privateKeys.length === 0) throw new Error('OnchainFacilitator needs at least one relayer private key');
+    const o = cfg.options ?? {};
+    this.opts = {
+      replaceAfterMs: o.replaceAfterMs ?? 3000,
+      pollMs: o.pollMs ?? 250,
+      gasLimit: o.gasLimit,
+      feeHeadroomPct: o.feeHeadroomPct ?? 150,
+      replacementBumpPct: Math.max(o.replacementBumpPct ?? 125, 113),
+      minRelayerBalanceWei: o.minRelayerBalanceWei ?? 500_000_000_000_000n,
+      rpcTimeoutMs: o.rpcTimeoutMs ?? 10_000,
+      logLookbackBlocks: o.logLookbackBlocks ?? 100_000n,
+    };
+    this.log = cfg.log;
+    this.chainId = CHAINS[cfg.chain].chainId;
+    this.token = getAddress(CHAINS[cfg.chain].usdc);
+    this.client = createPublicClient({
+      chain: base,
+      transport: http(cfg.rpcUrl, { timeout: this.opts.rpcTimeoutMs, retryCount: 1 }),
+    }) as PublicClient;
+    this.relayers = cfg.privateKeys.map((k) => new Relayer(privateKeyToAccount(k), this.client));
+  }
+
+  /** Relayer addresses (never keys), for logs and tests. */
+  get relayerAddresses(): Address[] {
+    return this.relayers.map((r) => r.address);
+  }
+
+  async verify(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {
+    if (proof.chain !== this.cfg.chain) {
+      return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.cfg.chain}.` };
+    }
+    const check = await checkAuthorization({
+      chain: proof.chain,
+      payTo: proof.payTo,
+      amountBaseUnits: proof.amountBaseUnits,
+      auth: proof.authorization,
+      signature: proof.signature,
+      nowSec,
+    });
+    if (!check.ok) return check;
+    const p: PaymentProof = { ...proof, authorization: check.authorization, signature: check.signature };
+    const [used, balance] = await Promise.all([authorizationUsed(this.client, this.token, p), usdcBalance(this.client, this.token, p.authorization.from)]);
+    if (used) return { ok: false, ...mapRevert('authorization is used or canceled') };
+    if (balance < BigInt(p.authorization.value)) {
+      return {
+        ok: false,
+        code: 'INSUFFICIENT_FUNDS',
+        human: `The payer ${p.authorization.from} holds ${balance} base units of USDC, less than ${p.authorization.value}.`,
+      };
+    }
+    const refusal = await this.simulate(p);
+    return refusal ?? { ok: true, proof: p };
+  }
+
+  async settle(proof: PaymentProof, opts: SettleOptions): Promise<SettleOutcome> {
+    const deadline = Date.now() + opts.waitMs;
+    const v = await this.verify(proof, opts.nowSec);
+    if (!v.ok) return { status: 'failed', code: v.code, human: v.human };
+    const p = v.proof;
+    const relayer = pickRelayer(this.relayers, this.turn++);
+    const data = transferCalldata(p);
+    let gas: bigint;
+    try {
+      gas = this.opts.gasLimit ?? ((await this.client.estimateGas({ account: relayer.address, to: this.token, data })) * 125n) / 100n;
+    } catch (err) {
+      if (isRpcUnavailable(err)) throw rpcUnavailable();
+      const reason = revertReason(err);
+      const m = reason ? mapRevert(reason) : { code: 'CAPTURE_FAILED' as const, human: 'The transfer could not be simulated on chain.' };
+      return { status: 'failed', ...m };
+    }
+    const fees = await this.freshFees();
+
+    let resolve!: (o: SettleOutcome) => void;
+    const outcome = new Promise<SettleOutcome>((r) => (resolve = r));
+    const flight: Flight = {
+      proof: p,
+      relayer,
+      nonce: -1,
+      data,
+      gas,
+      fees,
+      hashes: [],
+      lastSentAt: Date.now(),
+      record: opts.recordBroadcast,
+      resolve,
+      outcome,
+      busy: true,
+    };
+    relayer.inFlight++;
+    let first: SettleOutcome | null;
+    try {
+      first = await this.firstBroadcast(flight);
+    } catch (err) {
+      relayer.inFlight--;
+      throw err;
+    }
+    if (first) {
+      relayer.inFlight--;
+      return first;
+    }
+    flight.busy = false;
+    this.flights.add(flight);
+    this.ensureTimer();
+    const left = deadline - Date.now();
+    const timeout = sleep(Math.max(left, 0)).then((): SettleOutcome => ({ status: 'pending', reference: flight.hashes.at(-1) ?? null }));
+    return Promise.race([outcome, timeout]);
+  }
+
+  async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
+    const { proof, broadcasts } = input;
+    if (await authorizationUsed(this.client, this.token, proof)) {
+      return settledOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
+    }
+    // a receipt that mined after the read above: settled all the same
+    for (const b of broadcasts) {
+      const r = await receiptOf(this.client, b.txHash);
+      if (r && receiptMovesFunds(r, this.token, proof)) return { status: 'settled', reference: b.txHash };
+    }
+    if ((await chainTimeSec(this.client)) >= proof.authorization.validBefore) {
+      return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain before any transaction carrying it was mined.' };
+    }
+    let alive: Hex | null = null;
+    for (const b of broadcasts) {
+      if (await this.stillAlive(b)) alive = b.txHash;
+    }
+    if (alive) return { status: 'pending', reference: alive };
+    return { status: 'failed', code: 'CAPTURE_FAILED', human: 'No transaction carrying the authorization can still be mined; it was never sent, reverted or was replaced.' };
+  }
+
+  async health(): Promise<FacilitatorHealth> {
+    let rpc: { ok: boolean; chainId?: number; blockNumber?: string } = { ok: false };
+    let relayers: { address: string; balance_wei: string | null; ok: boolean }[] = this.relayers.map((r) => ({ address: r.address, balance_wei: null, ok: false }));
+    try {
+      const [chainId, blockNumber, balances] = await Promise.all([
+        this.client.getChainId(),
+        this.client.getBlockNumber(),
+        Promise.all(this.relayers.map((r) => this.client.getBalance({ address: r.address }))),
+      ]);
+      rpc = { ok: chainId === this.chainId, chainId, blockNumber: blockNumber.toString() };
+      relayers = this.relayers.map((r, i) => ({ address: r.address, balance_wei: balances[i]!.toString(), ok: balances[i]! >= this.opts.minRelayerBalanceWei }));
+    } catch {
+      rpc = { ok: false };
+    }
+    const ok = rpc.ok && relayers.every((r) => r.ok);
+    return { ok, detail: { facilitator: 'onchain', chain: this.cfg.chain, rpc, relayers } };
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    for (const f of this.flights) f.resolve({ status: 'pending', reference: f.hashes.at(-1) ?? null });
+    this.flights.clear();
+  }
+
+  /** eth_call of the transfer from a relayer: a refusal with the mapped code, or null when it would succeed. */
+  private async simulate(p: PaymentProof): Promise<VerifyResult | null> {
+    try {
+      await this.client.call({ account: this.relayers[0]!.address, to: this.token, data: transferCalldata(p) });
+      return null;
+    } catch (err) {
+      if (isRpcUnavailable(err)) throw rpcUnavailable();
+      const reason = revertReason(err);
+      if (reason) return { ok: false, ...mapRevert(reason) };
+      return { ok: false, code: 'CAPTURE_FAILED', human: 'The transfer could not be simulated on chain.' };
+    }
+  }
+
+  /** The node's EIP-1559 estimate with headroom, so a few rising blocks do not strand the transaction. */
+  private async freshFees(): Promise<Fees> {
+    const est = await chainRead(() => this.client.estimateFeesPerGas({ chain: null, type: 'eip1559' }));
+    const tip = est.maxPriorityFeePerGas;
+    const maxFee = (est.maxFeePerGas * BigInt(this.opts.feeHeadroomPct)) / 100n;
+    return { maxFeePerGas: maxBig(maxFee, tip), maxPriorityFeePerGas: tip };
+  }
+
+  private async sign(f: Flight, nonce: number, fees: Fees): Promise<{ hash: Hex; raw: Hex }> {
+    const raw = await f.relayer.account.signTransaction({
+      type: 'eip1559',
+      chainId: this.chainId,
+      nonce,
+      to: this.token,
+      data: f.data,
+      gas: f.gas,
+      value: 0n,
+      ...fees,
+    });
+    return { raw, hash: keccak256(raw) };
+  }
+
+  /**
+   * Assign a nonce, sign, record, send. Null when the transaction is (probably) with the node;
+   * a failed outcome when the node refused it for good. A stale nonce is resynced and retried
+   * under a new nonce (the stale one is consumed, so its record can never be mined).
+   */
+  private async firstBroadcast(f: Flight): Promise<SettleOutcome | null> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const nonce = await f.relayer.assignNonce();
+      const { hash, raw } = await this.sign(f, nonce, f.fees);
+      try {
+        await f.record({ txHash: hash, rawTx: raw, relayer: f.relayer.address, relayerNonce: nonce });
+      } catch (err) {
+        await f.relayer.releaseNonce(nonce);
+        throw err;
+      }
+      f.nonce = nonce;
+      f.hashes.push(hash);
+      f.lastSentAt = Date.now();
+      const sent = await this.send(raw);
+      this.log.info({ relayer: f.relayer.address, relayerNonce: nonce, txHash: hash, result: typeof sent === 'string' ? sent : 'rejected' }, 'onchain facilitator broadcast');
+      if (sent === 'sent' || sent === 'unreachable' || sent === 'underpriced') return null;
+      if (sent === 'nonce-low') {
+        await f.relayer.resync();
+        continue;
+      }
+      await f.relayer.releaseNonce(nonce);
+      this.log.warn({ relayer: f.relayer.address, relayerNonce: nonce, txHash: hash, reason: sent.rejected.slice(0, 200) }, 'onchain facilitator broadcast refused');
+      return { status: 'failed', code: 'CAPTURE_FAILED', human: 'The chain node refused the settlement transaction; retry shortly.' };
+    }
+    return { status: 'failed', code: 'CAPTURE_FAILED', human: 'The relayer nonce kept moving under us; retry shortly.' };
+  }
+
+  private async send(raw: Hex): Promise<SendResult> {
+    try {
+      await this.client.request({ method: 'eth_sendRawTransaction', params: [raw] });
+      return 'sent';
+    } catch (err) {
+      if (isRpcUnavailable(err)) return 'unreachable';
+      const msg = errorText(err);
+      if (/already known|already imported|known transaction|already exists/i.test(msg)) return 'sent';
+      if (/nonce too low|nonce has already been used|NonceTooLow/i.test(msg)) return 'nonce-low';
+      if (/underpriced|fee too low|replacement/i.test(msg)) return 'underpriced';
+      return { rejected: msg };
+    }
+  }
+
+  private ensureTimer(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.tick(), this.opts.pollMs);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking) return;
+    this.ticking = true;
+    try {
+      await Promise.all([...this.flights].filter((f) => !f.busy).map((f) => this.watch(f)));
+    } finally {
+      this.ticking = false;
+      if (this.flights.size === 0 && this.timer) {
+        clearInterval(this.timer);
+        this.timer = null;
+      }
+    }
+  }
+
+  private finish(f: Flight, o: SettleOutcome): void {
+    if (!this.flights.delete(f)) return;
+    f.relayer.inFlight--;
+    this.log.info({ relayer: f.relayer.address, relayerNonce: f.nonce, status: o.status, reference: 'reference' in o ? o.reference : null, broadcasts: f.hashes.length }, 'onchain facilitator outcome');
+    f.resolve(o);
+  }
+
+  /** One look at a flight: mined (settled/failed), nonce consumed by another tx, or due for a replacement. */
+  private async watch(f: Flight): Promise<void> {
+    f.busy = true;
+    try {
+      const mined = await this.minedOutcome(f);
+      if (mined) return this.finish(f, mined);
+      if (Date.now() - f.lastSentAt < this.opts.replaceAfterMs) return;
+      if ((await f.relayer.minedCount()) > f.nonce) {
+        const late = await this.minedOutcome(f);
+        return this.finish(f, late ?? (await this.deadOutcome(f)));
+      }
+      await this.replace(f);
+    } catch (err) {
+      this.log.warn({ relayer: f.relayer.address, relayerNonce: f.nonce, err: errorText(err).slice(0, 200) }, 'onchain facilitator watch failed; retrying');
+    } finally {
+      f.busy = false;
+    }
+  }
+
+  private async minedOutcome(f: Flight): Promise<SettleOutcome | null> {
+    const receipts = await Promise.all(f.hashes.map((h) => receiptOf(this.client, h)));
+    const i = receipts.findIndex((r) => r !== null);
+    if (i < 0) return null;
+    if (receiptMovesFunds(receipts[i]!, this.token, f.proof)) return { status: 'settled', reference: f.hashes[i]! };
+    return this.deadOutcome(f);
+  }
+
+  /** Our transaction reverted or its nonce went to another: settled if someone else carried the authorization. */
+  private async deadOutcome(f: Flight): Promise<SettleOutcome> {
+    if (await authorizationUsed(this.client, this.token, f.proof)) {
+      const o = await settledOutcome(this.client, this.token, f.proof, f.hashes, this.opts.logLookbackBlocks);
+      if (o.status === 'settled') return o;
+    }
+    if ((await chainTimeSec(this.client)) >= f.proof.authorization.validBefore) {
+      return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired before the transfer was mined.' };
+    }
+    return { status: 'failed', code: 'CAPTURE_FAILED', human: 'The settlement transaction reverted on chain.' };
+  }
+
+  /** Same nonce, fees bumped past the old ones and at least the node's current estimate; recorded before it is sent. */
+  private async replace(f: Flight): Promise<void> {
+    const fresh = await this.freshFees();
+    const bump = BigInt(this.opts.replacementBumpPct);
+    const tip = maxBig((f.fees.maxPriorityFeePerGas * bump) / 100n, f.fees.maxPriorityFeePerGas + 1n, fresh.maxPriorityFeePerGas);
+    const fees = { maxPriorityFeePerGas: tip, maxFeePerGas: maxBig((f.fees.maxFeePerGas * bump) / 100n, fresh.maxFeePerGas, tip) };
+    const { hash, raw } = await this.sign(f, f.nonce, fees);
+    await f.record({ txHash: hash, rawTx: raw, relayer: f.relayer.address, relayerNonce: f.nonce });
+    f.hashes.push(hash);
+    f.fees = fees;
+    f.lastSentAt = Date.now();
+    const sent = await this.send(raw);
+    this.log.info(
+      { relayer: f.relayer.address, relayerNonce: f.nonce, txHash: hash, maxFeePerGas: fees.maxFeePerGas.toString(), result: typeof sent === 'string' ? sent : 'rejected' },
+      'onchain facilitator replacement',
+    );
+  }
+
+  /** A recorded transaction that may still be mined; re-sends the exact bytes if the node forgot them. */
+  private async stillAlive(b: BroadcastRecord): Promise<boolean> {
+    if (!b.rawTx || !b.relayer || b.relayerNonce === null) return false;
+    if (await receiptOf(this.client, b.txHash)) return false;
+    const mined = await chainRead(() => this.client.getTransactionCount({ address: getAddress(b.relayer!), blockTag: 'latest' }));
+    if (mined > b.relayerNonce) return false;
+    const known = await chainRead(() => this.client.request({ method: 'eth_getTransactionByHash', params: [b.txHash] }));
+    if (known) return true;
+    const sent = await this.send(b.rawTx);
+    return sent === 'sent' || sent === 'unreachable';
+  }
+}
+
+/** transferWithAuthorization(from, to, value, validAfter, validBefore, nonce, v, r, s) with the canonical signature. */
+export function transferCalldata(p: PaymentProof): Hex {
+  const a = p.authorization;
+  const sig = parseSignature(p.signature);
+  return encodeFunctionData({
+    abi: USDC_ABI,
+    functionName: 'transferWithAuthorization',
+    args: [
+      getAddress(a.from),
+      getAddress(a.to),
+      BigInt(a.value),
+      BigInt(a.validAfter),
+      BigInt(a.validBefore),
+      a.nonce as Hex,
+      Number(sig.v ?? BigInt(sig.yParity + 27)),
+      sig.r,
+      sig.s,
+    ],
+  });
+}
+
+/** The node's message without the request URL or body viem appends (they may carry credentials). */
+function errorText(err: unknown): string {
+  if (err instanceof BaseError) return `${err.shortMessage} ${err.details ?? ''}`.trim();
+  return err instanceof Error ? err.message : String(err);
+}

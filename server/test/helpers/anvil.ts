@@ -1,0 +1,167 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import {
+  createPublicClient,
+  createWalletClient,
+  http,
+  publicActions,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { base } from 'viem/chains';
+import { CHAINS } from '@svc/contract';
+import { EIP3009_TOKEN_ABI, EIP3009_TOKEN_RUNTIME, MULTICALL3_RUNTIME } from '../chain/eip3009-token.artifact.js';
+
+export const USDC_BASE = CHAINS.base.usdc as Address;
+export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a173976CA11';
+/** anvil's first default account (funded with 10,000 ETH); used to mint and send helper txs. */
+export const ANVIL_DEV_KEY: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
+
+export type AnvilOptions = {
+  /** Seconds between blocks; unset = automine (a block per transaction). */
+  blockTime?: number;
+  /** Start with mining off (mine with `mine()`); overrides blockTime. */
+  noMining?: boolean;
+};
+
+export type Anvil = {
+  rpcUrl: string;
+  port: number;
+  client: PublicClient;
+  rpc: <T = unknown>(method: string, params?: unknown[]) => Promise<T>;
+  setEthBalance: (addr: Address, wei: bigint) => Promise<void>;
+  mintUsdc: (to: Address, amount: bigint) => Promise<void>;
+  usdcBalance: (addr: Address) => Promise<bigint>;
+  mine: (blocks?: number) => Promise<void>;
+  setAutomine: (on: boolean) => Promise<void>;
+  stop: () => Promise<void>;
+};
+
+/** The platform binary itself: `npx anvil` wraps it in a node process that a kill would orphan. */
+function anvilBinary(): string {
+  const require = createRequire(import.meta.url);
+  const pkg = require.resolve('@foundry-rs/anvil-linux-amd64/package.json');
+  const bin = join(dirname(pkg), 'bin', 'anvil');
+  if (!existsSync(bin)) throw new Error(`anvil binary not found at ${bin}`);
+  return bin;
+}
+
+/** A port the OS just handed out; a tiny race with other processes, retried by startAnvil. */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // a crashed or interrupted test run must not leave anvil nodes behind
+  process.on('exit', () => {
+    for (const p of live) p.kill('SIGKILL');
+  });
+}
+
+async function rpcCall<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const body = (await res.json()) as { result?: T; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result as T;
+}
+
+async function spawnOnce(opts: AnvilOptions): Promise<{ proc: ChildProcess; port: number; url: string }> {
+  const port = await freePort();
+  const args = ['--port', String(port), '--host', '127.0.0.1', '--chain-id', '8453', '--silent', '--accounts', '2'];
+  if (opts.noMining) args.push('--no-mining');
+  else if (opts.blockTime) args.push('--block-time', String(opts.blockTime));
+  const proc = spawn(anvilBinary(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  live.add(proc);
+  proc.on('exit', () => live.delete(proc));
+  let stderr = '';
+  proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`anvil exited (${proc.exitCode}): ${stderr.slice(0, 500)}`);
+    try {
+      const id = await rpcCall<Hex>(url, 'eth_chainId');
+      if (Number(id) === 8453) return { proc, port, url };
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  proc.kill('SIGKILL');
+  throw new Error(`anvil did not answer on ${url} within 15 s: ${stderr.slice(0, 500)}`);
+}
+
+/** Starts a private anvil (chain id 8453) with the test token at the real USDC address and Multicall3. */
+export async function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
+  installExitHook();
+  let started: Awaited<ReturnType<typeof spawnOnce>> | undefined;
+  for (let attempt = 0; !started; attempt++) {
+    try {
+      started = await spawnOnce(opts);
+    } catch (err) {
+      if (attempt >= 2) throw err;
+    }
+  }
+  const { proc, port, url } = started;
+  const rpc = <T = unknown>(method: string, params: unknown[] = []) => rpcCall<T>(url, method, params);
+  await rpc('anvil_setCode', [USDC_BASE, EIP3009_TOKEN_RUNTIME]);
+  await rpc('anvil_setCode', [MULTICALL3_ADDRESS, MULTICALL3_RUNTIME]);
+
+  const client = createPublicClient({ chain: base, transport: http(url, { retryCount: 0 }) }) as PublicClient;
+  const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: base, transport: http(url) }).extend(publicActions);
+
+  const mine = async (blocks = 1) => {
+    await rpc('anvil_mine', [`0x${blocks.toString(16)}`]);
+  };
+
+  const mintUsdc = async (to: Address, amount: bigint) => {
+    const hash = await dev.writeContract({ address: USDC_BASE, abi: EIP3009_TOKEN_ABI, functionName: 'mint', args: [to, amount] });
+    if (opts.noMining) await mine();
+    const receipt = await dev.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    if (receipt.status !== 'success') throw new Error('mint reverted');
+  };
+
+  return {
+    rpcUrl: url,
+    port,
+    client,
+    rpc,
+    setEthBalance: async (addr, wei) => {
+      await rpc('anvil_setBalance', [addr, `0x${wei.toString(16)}`]);
+    },
+    mintUsdc,
+    usdcBalance: (addr) => client.readContract({ address: USDC_BASE, abi: EIP3009_TOKEN_ABI, functionName: 'balanceOf', args: [addr] }),
+    mine,
+    setAutomine: async (on) => {
+      await rpc('evm_setAutomine', [on]);
+    },
+    stop: async () => {
+      if (proc.exitCode !== null) return;
+      await new Promise<void>((resolve) => {
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+        setTimeout(() => proc.kill('SIGKILL'), 2000).unref();
+      });
+    },
+  };
+}

@@ -1,0 +1,293 @@
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { createWalletClient, http, parseSignature, parseTransaction, type Hex } from 'viem';
+import { base } from 'viem/chains';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BroadcastRecord } from '../src/rails/types.js';
+import { OnchainFacilitator, type OnchainFacilitatorOptions } from '../src/rails/onchain/facilitator.js';
+import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
+import { ANVIL_DEV_KEY, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
+import { brokenChecksum, highS, nowSec, parityV, recorder, signedProof, silentLog } from './helpers/payments.js';
+
+const ETH = 10n ** 18n;
+const USDC = 1_000_000n;
+
+function facilitatorOn(anvil: Anvil, keys: Hex[], options: OnchainFacilitatorOptions = {}) {
+  return new OnchainFacilitator({ rpcUrl: anvil.rpcUrl, privateKeys: keys, chain: 'base', log: silentLog(), options: { pollMs: 100, ...options } });
+}
+
+async function fundedRelayers(anvil: Anvil, n: number): Promise<Hex[]> {
+  const keys = Array.from({ length: n }, () => generatePrivateKey());
+  for (const k of keys) await anvil.setEthBalance(privateKeyToAccount(k).address, 100n * ETH);
+  return keys;
+}
+
+async function fundedPayer(anvil: Anvil, amount: bigint) {
+  const payer = privateKeyToAccount(generatePrivateKey());
+  if (amount > 0n) await anvil.mintUsdc(payer.address, amount);
+  return payer;
+}
+
+const payTo = () => privateKeyToAccount(generatePrivateKey()).address;
+
+describe('OnchainFacilitator on anvil (automine)', () => {
+  let anvil: Anvil;
+  let keys: Hex[];
+  let f: OnchainFacilitator;
+
+  beforeAll(async () => {
+    anvil = await startAnvil();
+    keys = await fundedRelayers(anvil, 4);
+    f = facilitatorOn(anvil, keys.slice(0, 1));
+  });
+  afterAll(async () => {
+    await f?.close();
+    await anvil?.stop();
+  });
+
+  it('a valid transfer settles, moves exactly value, and is recorded before it is sent', async () => {
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+    const proof = await signedProof(payer, merchant, 1_500_000n);
+    const seenBeforeSend: unknown[] = [];
+    const rec = recorder(async (r) => {
+      seenBeforeSend.push(await anvil.rpc('eth_getTransactionByHash', [r.txHash]));
+    });
+    const out = await f.settle(proof, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast });
+    expect(out).toEqual({ status: 'settled', reference: rec.records[0]!.txHash });
+    expect(rec.records).toHaveLength(1);
+    expect(rec.records[0]).toMatchObject({ relayer: f.relayerAddresses[0], relayerNonce: expect.any(Number), rawTx: expect.stringMatching(/^0x02/) });
+    expect(seenBeforeSend).toEqual([null]);
+    expect(await anvil.usdcBalance(payer.address)).toBe(8_500_000n);
+    expect(await anvil.usdcBalance(merchant)).toBe(1_500_000n);
+    const receipt = await anvil.client.getTransactionReceipt({ hash: rec.records[0]!.txHash });
+    expect(receipt.status).toBe('success');
+  });
+
+  it('refusals are mapped precisely, nothing is recorded and no funds move', async () => {
+    const payer = await fundedPayer(anvil, 5n * USDC);
+    const merchant = payTo();
+    const used = await signedProof(payer, merchant, USDC);
+    const first = await f.settle(used, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast });
+    expect(first.status).toBe('settled');
+
+    const cases: [string, Awaited<ReturnType<typeof signedProof>>, number, string][] = [
+      ['replayed nonce', used, nowSec(), 'NONCE_ALREADY_USED'],
+      ['unfunded buyer', await signedProof(await fundedPayer(anvil, 0n), merchant, USDC), nowSec(), 'INSUFFICIENT_FUNDS'],
+      ['expired (off chain)', await signedProof(payer, merchant, USDC, { validBefore: nowSec() + 3 }), nowSec(), 'PAYMENT_EXPIRED'],
+      // the service clock says valid, the chain says expired: the simulation's revert is mapped
+      ['expired (on chain)', await signedProof(payer, merchant, USDC, { validBefore: nowSec() - 2 }), nowSec() - 100, 'PAYMENT_EXPIRED'],
+      ['wrong domain name', await signedProof(payer, merchant, USDC, { domainName: 'USDC' }), nowSec(), 'SIGNER_MISMATCH'],
+    ];
+    for (const [label, proof, now, code] of cases) {
+      const rec = recorder();
+      expect(await f.verify(proof, now), label).toMatchObject({ ok: false, code });
+      expect(await f.settle(proof, { nowSec: now, waitMs: 5_000, recordBroadcast: rec.recordBroadcast }), label).toMatchObject({ status: 'failed', code });
+      expect(rec.records, label).toEqual([]);
+    }
+    expect(await anvil.usdcBalance(payer.address)).toBe(4n * USDC);
+    expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+  });
+
+  it('mock parity: v=0/1, high-s and a broken-checksum from are canonicalized, and the canonical form settles on chain', async () => {
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+    const variants = [
+      await signedProof(payer, merchant, USDC).then((p) => ({ ...p, signature: parityV(p.signature) })),
+      await signedProof(payer, merchant, USDC).then((p) => ({ ...p, signature: highS(p.signature) })),
+      await signedProof(payer, merchant, USDC).then((p) => ({ ...p, authorization: { ...p.authorization, from: brokenChecksum(p.authorization.from) } })),
+      await signedProof(payer, merchant, USDC).then((p) => ({ ...p, authorization: { ...p.authorization, from: '0x' + p.authorization.from.slice(2).toUpperCase() } })),
+    ];
+    for (const p of variants) {
+      const v = await f.verify(p, nowSec());
+      expect(v.ok).toBe(true);
+      if (!v.ok) continue;
+      const sig = parseSignature(v.proof.signature);
+      expect([27n, 28n]).toContain(sig.v);
+      expect(BigInt(sig.s)).toBeLessThanOrEqual(0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n);
+      expect(v.proof.authorization.from).toBe(payer.address);
+      expect(await f.settle(p, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
+    }
+    // the token itself refuses the non-canonical forms, so only canonicalization makes these settle
+    const raw = await signedProof(payer, merchant, USDC);
+    const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: base, transport: http(anvil.rpcUrl) });
+    const a = raw.authorization;
+    const args = [a.from as Hex, a.to as Hex, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce as Hex] as const;
+    await expect(
+      anvil.client.simulateContract({ account: dev.account, address: USDC_BASE, abi: EIP3009_TOKEN_ABI, functionName: 'transferWithAuthorization', args: [...args, highS(raw.signature)] }),
+    ).rejects.toThrow(/invalid signature 's' value/);
+    await expect(
+      anvil.client.simulateContract({ account: dev.account, address: USDC_BASE, abi: EIP3009_TOKEN_ABI, functionName: 'transferWithAuthorization', args: [...args, parityV(raw.signature)] }),
+    ).rejects.toThrow(/invalid signature 'v' value/);
+    expect(await anvil.usdcBalance(merchant)).toBe(4n * USDC);
+  });
+
+  for (const relayerCount of [1, 4]) {
+    it(`16 concurrent settles through ${relayerCount} relayer(s) are all mined without nonce errors`, async () => {
+      const fac = facilitatorOn(anvil, keys.slice(0, relayerCount));
+      const payer = await fundedPayer(anvil, 100n * USDC);
+      const merchant = payTo();
+      const proofs = await Promise.all(Array.from({ length: 16 }, () => signedProof(payer, merchant, USDC)));
+      const rec = recorder();
+      const t0 = performance.now();
+      const outs = await Promise.all(proofs.map((p) => fac.settle(p, { nowSec: nowSec(), waitMs: 20_000, recordBroadcast: rec.recordBroadcast })));
+      const ms = Math.round(performance.now() - t0);
+      console.log(`automine: 16 concurrent settles through ${relayerCount} relayer(s): ${ms} ms`);
+      expect(outs.map((o) => o.status)).toEqual(Array(16).fill('settled'));
+      expect(rec.records).toHaveLength(16);
+      const perRelayer = new Map<string, number[]>();
+      for (const r of rec.records) perRelayer.set(r.relayer!, [...(perRelayer.get(r.relayer!) ?? []), r.relayerNonce!]);
+      expect(perRelayer.size).toBe(relayerCount);
+      for (const nonces of perRelayer.values()) expect(new Set(nonces).size).toBe(nonces.length);
+      expect(await anvil.usdcBalance(merchant)).toBe(16n * USDC);
+      await fac.close();
+    });
+  }
+
+  it('reconcile: settled with the mined recorded hash; found through AuthorizationUsed when another tx carried it', async () => {
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+    const proof = await signedProof(payer, merchant, USDC);
+    const rec = recorder();
+    const out = await f.settle(proof, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast });
+    expect(await f.reconcile({ proof, broadcasts: rec.records, nowSec: nowSec() })).toEqual(out);
+    expect(out.status).toBe('settled');
+
+    // someone else (not a recorded tx) used the authorization
+    const other = await signedProof(payer, merchant, USDC);
+    const sig = parseSignature(other.signature);
+    const a = other.authorization;
+    const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: base, transport: http(anvil.rpcUrl) });
+    const hash = await dev.writeContract({
+      address: USDC_BASE,
+      abi: EIP3009_TOKEN_ABI,
+      functionName: 'transferWithAuthorization',
+      args: [a.from as Hex, a.to as Hex, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce as Hex, Number(sig.v), sig.r, sig.s],
+    });
+    await anvil.client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    expect(await f.reconcile({ proof: other, broadcasts: [], nowSec: nowSec() })).toEqual({ status: 'settled', reference: hash });
+  });
+
+  it('reconcile: nothing recorded is failed; a recorded-but-unsent tx is re-sent while its nonce is free, dead once the nonce is taken', async () => {
+    const fac = facilitatorOn(anvil, keys.slice(1, 2));
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+
+    const never = await signedProof(payer, merchant, USDC);
+    expect(await fac.reconcile({ proof: never, broadcasts: [], nowSec: nowSec() })).toMatchObject({ status: 'failed', code: 'CAPTURE_FAILED' });
+
+    // crash between recording and sending: the record exists, the node never saw the tx
+    const crashOnce = async (p: Awaited<ReturnType<typeof signedProof>>) => {
+      const kept: BroadcastRecord[] = [];
+      const saving = recorder(async (r) => {
+        kept.push(r);
+        throw new Error('simulated crash after recording');
+      });
+      await expect(fac.settle(p, { nowSec: nowSec(), waitMs: 5_000, recordBroadcast: saving.recordBroadcast })).rejects.toThrow(/simulated crash/);
+      return kept;
+    };
+
+    const resent = await signedProof(payer, merchant, USDC);
+    const kept1 = await crashOnce(resent);
+    expect(kept1).toHaveLength(1);
+    expect(await anvil.rpc('eth_getTransactionByHash', [kept1[0]!.txHash])).toBeNull();
+    // nonce still free: reconcile re-sends the exact bytes (automine mines them)
+    const r1 = await fac.reconcile({ proof: resent, broadcasts: kept1, nowSec: nowSec() });
+    expect(['pending', 'settled']).toContain(r1.status);
+    expect(await fac.reconcile({ proof: resent, broadcasts: kept1, nowSec: nowSec() })).toEqual({ status: 'settled', reference: kept1[0]!.txHash });
+
+    const dead = await signedProof(payer, merchant, USDC);
+    const kept2 = await crashOnce(dead);
+    // another settle takes the released nonce, so the recorded tx can never be mined
+    const next = await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast });
+    expect(next.status).toBe('settled');
+    expect(await fac.reconcile({ proof: dead, broadcasts: kept2, nowSec: nowSec() })).toMatchObject({ status: 'failed', code: 'CAPTURE_FAILED' });
+    expect(await anvil.usdcBalance(merchant)).toBe(2n * USDC);
+    await fac.close();
+  });
+
+  it('health reports chain id, block and relayer balances; not ok below the minimum or when the RPC is down', async () => {
+    const h = await f.health();
+    expect(h.ok).toBe(true);
+    expect(h.detail).toMatchObject({ facilitator: 'onchain', rpc: { ok: true, chainId: 8453 }, relayers: [{ address: f.relayerAddresses[0], balance_wei: expect.stringMatching(/^\d+$/), ok: true }] });
+    expect(JSON.stringify(h)).not.toContain(keys[0]!.slice(2));
+    const poor = facilitatorOn(anvil, [generatePrivateKey()]);
+    expect((await poor.health()).ok).toBe(false);
+    const down = new OnchainFacilitator({ rpcUrl: 'http://127.0.0.1:1', privateKeys: keys.slice(0, 1), chain: 'base', log: silentLog() });
+    expect(await down.health()).toMatchObject({ ok: false, detail: { rpc: { ok: false } } });
+    const proof = await signedProof(privateKeyToAccount(generatePrivateKey()), payTo(), USDC);
+    await expect(down.verify(proof, nowSec())).rejects.toMatchObject({ codes: ['FACILITATOR_UNAVAILABLE'], status: 503 });
+  });
+});
+
+describe('OnchainFacilitator on anvil (--block-time 1)', () => {
+  let anvil: Anvil;
+  let keys: Hex[];
+
+  beforeAll(async () => {
+    anvil = await startAnvil({ blockTime: 1 });
+    keys = await fundedRelayers(anvil, 4);
+  });
+  afterAll(async () => {
+    await anvil?.stop();
+  });
+
+  for (const relayerCount of [1, 4]) {
+    it(`16 concurrent settles through ${relayerCount} relayer(s) are all mined`, async () => {
+      const fac = facilitatorOn(anvil, keys.slice(0, relayerCount));
+      const payer = await fundedPayer(anvil, 100n * USDC);
+      const merchant = payTo();
+      const proofs = await Promise.all(Array.from({ length: 16 }, () => signedProof(payer, merchant, USDC)));
+      const rec = recorder();
+      const t0 = performance.now();
+      const outs = await Promise.all(proofs.map((p) => fac.settle(p, { nowSec: nowSec(), waitMs: 20_000, recordBroadcast: rec.recordBroadcast })));
+      const ms = Math.round(performance.now() - t0);
+      console.log(`block-time 1: 16 concurrent settles through ${relayerCount} relayer(s): ${ms} ms`);
+      expect(outs.map((o) => o.status)).toEqual(Array(16).fill('settled'));
+      expect(rec.records).toHaveLength(16);
+      expect(await anvil.usdcBalance(merchant)).toBe(16n * USDC);
+      await fac.close();
+    });
+  }
+
+  it('a stuck tx (base fee jumps after broadcast) is replaced with bumped fees, mined, and the relayer recovers within 5 s', async () => {
+    const fac = facilitatorOn(anvil, keys.slice(3, 4), { replaceAfterMs: 1500 });
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+    const proof = await signedProof(payer, merchant, USDC);
+    let sentAt = 0;
+    const rec = recorder(async (_r, n) => {
+      if (n > 0) return;
+      sentAt = performance.now();
+      // once the tx is in the pool, the next block's base fee jumps far above its maxFeePerGas
+      setTimeout(() => void anvil.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${(2000n * 10n ** 9n).toString(16)}`]), 30);
+    });
+    const out = await fac.settle(proof, { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: rec.recordBroadcast });
+    const recoveredMs = Math.round(performance.now() - sentAt);
+    console.log(`stuck tx: ${rec.records.length} broadcasts, settled ${recoveredMs} ms after the first`);
+    expect(rec.records.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(rec.records.map((r) => r.relayerNonce)).size).toBe(1);
+    expect(out).toEqual({ status: 'settled', reference: rec.records.at(-1)!.txHash });
+    expect(recoveredMs).toBeLessThan(5_000);
+    const first = parseTransaction(rec.records[0]!.rawTx!);
+    const last = parseTransaction(rec.records.at(-1)!.rawTx!);
+    expect(last.maxFeePerGas! * 100n).toBeGreaterThanOrEqual(first.maxFeePerGas! * 125n);
+    expect(last.maxFeePerGas!).toBeGreaterThan(2000n * 10n ** 9n);
+    expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+    // the relayer's next nonce is free again
+    const again = await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: recorder().recordBroadcast });
+    expect(again.status).toBe('settled');
+    await fac.close();
+  });
+
+  it('a tx not mined within waitMs is pending with its hash; the monitor keeps it going and reconcile finds it settled', async () => {
+    const fac = facilitatorOn(anvil, keys.slice(2, 3));
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const proof = await signedProof(payer, payTo(), USDC);
+    const rec = recorder();
+    const out = await fac.settle(proof, { nowSec: nowSec(), waitMs: 50, recordBroadcast: rec.recordBroadcast });
+    expect(out).toEqual({ status: 'pending', reference: rec.records[0]!.txHash });
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await fac.reconcile({ proof, broadcasts: rec.records, nowSec: nowSec() })).toEqual({ status: 'settled', reference: rec.records[0]!.txHash });
+    await fac.close();
+  });
+});
