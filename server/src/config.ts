@@ -2,6 +2,41 @@ import { z } from 'zod';
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+const httpUrl = z
+  .string()
+  .url('must be an http(s) URL')
+  .regex(/^https?:\/\//i, 'must be an http(s) URL');
+
+/** Comma-separated relayer keys; the message names the bad entry's position, never its text. */
+const relayerKeys = z.string().transform((raw, ctx) => {
+  const keys = raw.split(',').map((k) => k.trim());
+  for (const [i, k] of keys.entries()) {
+    const n = /^0x[0-9a-fA-F]{64}$/.test(k) ? BigInt(k) : 0n;
+    if (n === 0n || n >= SECP256K1_N) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `entry ${i + 1} is not a 0x-prefixed 32-byte hex secp256k1 private key` });
+      return z.NEVER;
+    }
+  }
+  if (new Set(keys.map((k) => k.toLowerCase())).size !== keys.length) {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'lists the same key twice' });
+    return z.NEVER;
+  }
+  return keys as `0x${string}`[];
+});
+
+/** `Name: value` sends that header; a bare value is sent as `Authorization: <value>`. */
+const authHeader = z.string().transform((raw, ctx) => {
+  const m = /^([A-Za-z0-9-]+):\s*(\S.*)$/.exec(raw.trim());
+  const header = m ? { name: m[1]!, value: m[2]!.trim() } : { name: 'Authorization', value: raw.trim() };
+  if (/[\r\n]/.test(header.value)) {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be one line' });
+    return z.NEVER;
+  }
+  return header;
+});
+
 const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -30,6 +65,23 @@ const ConfigSchema = z.object({
   SVC_SETTLE_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** How often the settlement worker looks for unresolved attempts and lapsed holds. */
   SVC_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(1_000),
+  /** Live-mode settlement: unset = live settles answer 503 FACILITATOR_UNAVAILABLE. */
+  SVC_LIVE_FACILITATOR: z.enum(['onchain', 'remote'], { message: 'must be onchain or remote' }).optional(),
+  SVC_RPC_URL_BASE: httpUrl.optional(),
+  SVC_RELAYER_PRIVATE_KEYS: relayerKeys.optional(),
+  SVC_FACILITATOR_URL: httpUrl.optional(),
+  SVC_FACILITATOR_AUTH_HEADER: authHeader.optional(),
+  SVC_RELAYER_MIN_BALANCE_WEI: z
+    .string()
+    .regex(/^\d{1,30}$/, 'must be a non-negative integer number of wei')
+    .transform((v) => BigInt(v))
+    .optional(),
+}).superRefine((c, ctx) => {
+  const need = (path: string, message: string) => ctx.addIssue({ code: z.ZodIssueCode.custom, path: [path], message });
+  if (!c.SVC_LIVE_FACILITATOR) return;
+  if (!c.SVC_RPC_URL_BASE) need('SVC_RPC_URL_BASE', `is required when SVC_LIVE_FACILITATOR=${c.SVC_LIVE_FACILITATOR}`);
+  if (c.SVC_LIVE_FACILITATOR === 'onchain' && !c.SVC_RELAYER_PRIVATE_KEYS) need('SVC_RELAYER_PRIVATE_KEYS', 'is required when SVC_LIVE_FACILITATOR=onchain');
+  if (c.SVC_LIVE_FACILITATOR === 'remote' && !c.SVC_FACILITATOR_URL) need('SVC_FACILITATOR_URL', 'is required when SVC_LIVE_FACILITATOR=remote');
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

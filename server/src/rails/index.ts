@@ -4,18 +4,45 @@ import type { Logger } from '../lib/logger.js';
 import { ApiError } from '../lib/errors.js';
 import { UnconfiguredLiveFacilitator } from './live-facilitator.js';
 import { MockFacilitator } from './mock-facilitator.js';
+import { OnchainFacilitator } from './onchain/facilitator.js';
+import { RemoteFacilitator } from './remote.js';
 import type { Facilitator, FacilitatorHealth } from './types.js';
 
 export type * from './types.js';
 export { MockFacilitator, mockReference, MOCK_CHAIN, type MockFacilitatorOptions } from './mock-facilitator.js';
 export { UnconfiguredLiveFacilitator } from './live-facilitator.js';
+export { OnchainFacilitator, type OnchainFacilitatorConfig, type OnchainFacilitatorOptions } from './onchain/facilitator.js';
+export { RemoteFacilitator, type RemoteFacilitatorConfig, type RemoteFacilitatorOptions } from './remote.js';
 
 /** One facilitator per mode, built once at start (services.facilitators). */
 export type Facilitators = { test: Facilitator; live: Facilitator };
 
 /** Test mode settles x402 through the mock; live mode through the configured facilitator, never the mock. */
-export function createFacilitators(_config: Config, _log: Logger): Facilitators {
-  return { test: new MockFacilitator(), live: new UnconfiguredLiveFacilitator() };
+export function createFacilitators(config: Config, log: Logger): Facilitators {
+  return { test: new MockFacilitator(), live: createLiveFacilitator(config, log) };
+}
+
+/** SVC_LIVE_FACILITATOR picks the live strategy; loadConfig has already checked the variables it needs. */
+export function createLiveFacilitator(config: Config, log: Logger): Facilitator {
+  const rpcUrl = config.SVC_RPC_URL_BASE;
+  if (config.SVC_LIVE_FACILITATOR === 'onchain' && rpcUrl && config.SVC_RELAYER_PRIVATE_KEYS) {
+    return new OnchainFacilitator({
+      rpcUrl,
+      privateKeys: config.SVC_RELAYER_PRIVATE_KEYS,
+      chain: 'base',
+      log: log.child({ facilitator: 'onchain' }),
+      options: config.SVC_RELAYER_MIN_BALANCE_WEI === undefined ? {} : { minRelayerBalanceWei: config.SVC_RELAYER_MIN_BALANCE_WEI },
+    });
+  }
+  if (config.SVC_LIVE_FACILITATOR === 'remote' && rpcUrl && config.SVC_FACILITATOR_URL) {
+    return new RemoteFacilitator({
+      url: config.SVC_FACILITATOR_URL,
+      authHeader: config.SVC_FACILITATOR_AUTH_HEADER,
+      rpcUrl,
+      log: log.child({ facilitator: 'remote' }),
+    });
+  }
+  return new UnconfiguredLiveFacilitator();
 }
 
 export function facilitatorFor(facilitators: Facilitators, livemode: boolean): Facilitator {

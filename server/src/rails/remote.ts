@@ -1,0 +1,233 @@
+import { HTTPFacilitatorClient } from '@x402/core/http';
+import { SettleError, VerifyError, type PaymentPayload, type PaymentRequirements, type SettleResponse } from '@x402/core/types';
+import { createPublicClient, getAddress, http, type Address, type Hex, type PublicClient } from 'viem';
+import { base } from 'viem/chains';
+import type { ReasonCode } from '@svc/contract';
+import { ApiError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import { checkAuthorization } from '../modules/gate/eip712.js';
+import { CHAINS } from '../modules/receiving/validate.js';
+import { authorizationUsed, chainRead, chainTimeSec, hashesOf, settledOutcome } from './evm-reads.js';
+import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
+
+export type RemoteFacilitatorOptions = {
+  /** Per-request timeout of /verify and /supported. Default 10000. */
+  requestTimeoutMs?: number;
+  /** Attempts for the idempotent calls (/verify, /supported). Default 2. */
+  attempts?: number;
+  /** maxTimeoutSeconds sent in the requirements. Default 60. */
+  maxTimeoutSeconds?: number;
+  /** How far back reconcile searches AuthorizationUsed logs. Default 100000 blocks. */
+  logLookbackBlocks?: bigint;
+};
+
+export type RemoteFacilitatorConfig = {
+  /** Base URL of an x402 v2 facilitator (POST /verify, POST /settle, GET /supported). */
+  url: string;
+  /** One header sent on every call, e.g. { name: 'Authorization', value: 'Bearer x' }. */
+  authHeader?: { name: string; value: string };
+  /** The chain node reconcile reads (authorization state, receipts, logs). */
+  rpcUrl: string;
+  log: Logger;
+  chain?: 'base';
+  options?: RemoteFacilitatorOptions;
+};
+
+const X402_VERSION = 2;
+
+/** x402 facilitator reason strings (@x402/evm exact scheme, older spellings too) to our codes. */
+export function mapX402Reason(reason: string | undefined): { code: ReasonCode; human: string } {
+  const r = (reason ?? '').toLowerCase();
+  const safe = r.replace(/[^a-z0-9_]/g, '').slice(0, 80) || 'unknown';
+  if (/nonce/.test(r)) return { code: 'NONCE_ALREADY_USED', human: 'The authorization nonce was already used on chain; sign a new authorization.' };
+  if (/insufficient_(funds|balance)/.test(r)) return { code: 'INSUFFICIENT_FUNDS', human: 'The payer does not hold enough USDC for this authorization.' };
+  if (/valid_before|expired/.test(r)) return { code: 'PAYMENT_EXPIRED', human: 'The authorization expires too soon or has expired (validBefore).' };
+  if (/valid_after/.test(r)) return { code: 'PAYMENT_NOT_YET_VALID', human: 'The authorization is not yet valid (validAfter).' };
+  if (/signature/.test(r)) return { code: 'SIGNER_MISMATCH', human: 'The facilitator refused the signature; sign the EIP-712 typed data again.' };
+  if (/recipient_mismatch/.test(r)) return { code: 'PAYMENT_RECIPIENT_MISMATCH', human: "authorization.to must be the merchant's payTo." };
+  if (/value_mismatch|authorization_value|amount/.test(r)) return { code: 'PAYMENT_AMOUNT_MISMATCH', human: 'authorization.value must be exactly the amount due.' };
+  if (/network_mismatch|unsupported|invalid_exact_evm_scheme/.test(r)) {
+    return { code: 'PAYMENT_SCHEME_UNSUPPORTED', human: 'The facilitator does not settle this scheme or network.' };
+  }
+  return { code: 'CAPTURE_FAILED', human: `The facilitator could not capture the payment (${safe}).` };
+}
+
+/** Our proof as an x402 v2 exact-scheme payload and requirements. */
+export function toX402(proof: PaymentProof, maxTimeoutSeconds: number): { payload: PaymentPayload; requirements: PaymentRequirements } {
+  const c = CHAINS[proof.chain];
+  const a = proof.authorization;
+  const requirements: PaymentRequirements = {
+    scheme: 'exact',
+    network: `eip155:${c.chainId}`,
+    amount: proof.amountBaseUnits,
+    asset: getAddress(c.usdc),
+    payTo: getAddress(proof.payTo.toLowerCase()),
+    maxTimeoutSeconds,
+    extra: { name: c.domainName, version: c.domainVersion },
+  };
+  const payload: PaymentPayload = {
+    x402Version: X402_VERSION,
+    accepted: requirements,
+    payload: {
+      authorization: { from: a.from, to: a.to, value: a.value, validAfter: String(a.validAfter), validBefore: String(a.validBefore), nonce: a.nonce },
+      signature: proof.signature,
+    },
+  };
+  return { payload, requirements };
+}
+
+const isHash = (t: unknown): t is Hex => typeof t === 'string' && /^0x[0-9a-fA-F]{64}$/.test(t);
+
+/** True when the request provably never reached the facilitator (safe to report 503: nothing was sent). */
+function neverSent(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  const text = `${err instanceof Error ? err.message : ''} ${cause?.code ?? ''} ${cause?.message ?? ''}`;
+  return /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|bad port/.test(text);
+}
+
+/**
+ * Live x402 facilitator reached over the x402 facilitator HTTP API v2 (through @x402/core's
+ * HTTPFacilitatorClient). /verify and /supported are retried; /settle never is: after a
+ * send whose answer we did not get, the outcome is `pending` and reconcile reads the chain.
+ */
+export class RemoteFacilitator implements Facilitator {
+  readonly name = 'remote';
+  readonly inProcess = false;
+  private readonly client: PublicClient;
+  private readonly token: Address;
+  private readonly chain: 'base';
+  private readonly opts: Required<RemoteFacilitatorOptions>;
+
+  constructor(private readonly cfg: RemoteFacilitatorConfig) {
+    const o = cfg.options ?? {};
+    this.opts = {
+      requestTimeoutMs: o.requestTimeoutMs ?? 10_000,
+      attempts: Math.max(1, o.attempts ?? 2),
+      maxTimeoutSeconds: o.maxTimeoutSeconds ?? 60,
+      logLookbackBlocks: o.logLookbackBlocks ?? 100_000n,
+    };
+    this.chain = cfg.chain ?? 'base';
+    this.token = getAddress(CHAINS[this.chain].usdc);
+    this.client = createPublicClient({ chain: base, transport: http(cfg.rpcUrl, { timeout: 10_000, retryCount: 1 }) }) as PublicClient;
+  }
+
+  private http(timeoutMs: number): HTTPFacilitatorClient {
+    const h = this.cfg.authHeader;
+    const headers = h ? { [h.name]: h.value } : {};
+    return new HTTPFacilitatorClient({
+      url: this.cfg.url,
+      timeoutMs: Math.max(1, Math.round(timeoutMs)),
+      ...(h ? { createAuthHeaders: async () => ({ verify: headers, settle: headers, supported: headers }) } : {}),
+    });
+  }
+
+  /** Shared off-chain checks; the canonical proof, or the refusal. */
+  private async precheck(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {
+    if (proof.chain !== this.chain) {
+      return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.chain}.` };
+    }
+    const check = await checkAuthorization({
+      chain: proof.chain,
+      payTo: proof.payTo,
+      amountBaseUnits: proof.amountBaseUnits,
+      auth: proof.authorization,
+      signature: proof.signature,
+      nowSec,
+    });
+    if (!check.ok) return check;
+    return { ok: true, proof: { ...proof, authorization: check.authorization, signature: check.signature } };
+  }
+
+  async verify(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {
+    const pre = await this.precheck(proof, nowSec);
+    if (!pre.ok) return pre;
+    const { payload, requirements } = toX402(pre.proof, this.opts.maxTimeoutSeconds);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const res = await this.http(this.opts.requestTimeoutMs).verify(payload, requirements);
+        if (res.isValid) return pre;
+        return { ok: false, ...mapX402Reason(res.invalidReason) };
+      } catch (err) {
+        if (err instanceof VerifyError) return { ok: false, ...mapX402Reason(err.invalidReason) };
+        this.cfg.log.warn({ attempt, err: err instanceof Error ? err.name : 'error' }, 'remote facilitator /verify failed');
+        if (attempt >= this.opts.attempts) throw new ApiError('FACILITATOR_UNAVAILABLE', 'The remote facilitator did not answer; retry shortly.');
+      }
+    }
+  }
+
+  async settle(proof: PaymentProof, opts: SettleOptions): Promise<SettleOutcome> {
+    const pre = await this.precheck(proof, opts.nowSec);
+    if (!pre.ok) return { status: 'failed', code: pre.code, human: pre.human };
+    const p = pre.proof;
+    const { payload, requirements } = toX402(p, this.opts.maxTimeoutSeconds);
+    let res: SettleResponse;
+    try {
+      res = await this.http(opts.waitMs).settle(payload, requirements);
+    } catch (err) {
+      if (err instanceof SettleError) {
+        res = { success: false, errorReason: err.errorReason, transaction: err.transaction, network: err.network };
+      } else if (neverSent(err)) {
+        throw new ApiError('FACILITATOR_UNAVAILABLE', 'The remote facilitator is unreachable; retry shortly.');
+      } else {
+        // sent, answer lost or late: the facilitator may have broadcast; the reconciler reads the chain
+        this.cfg.log.warn({ err: err instanceof Error ? err.name : 'error' }, 'remote facilitator /settle gave no answer; pending');
+        return { status: 'pending', reference: null };
+      }
+    }
+    const tx = isHash(res.transaction) ? res.transaction : null;
+    if (tx) await opts.recordBroadcast({ txHash: tx, rawTx: null, relayer: null, relayerNonce: null });
+    if (res.success && tx) return { status: 'settled', reference: tx };
+    if (res.success || res.errorReason === 'settlement_pending') return { status: 'pending', reference: tx };
+    if (tx) {
+      // a failure after a broadcast: the chain is the judge (another transaction may carry the authorization)
+      const used = await authorizationUsed(this.client, this.token, p);
+      if (used) return settledOutcome(this.client, this.token, p, [tx], this.opts.logLookbackBlocks);
+    }
+    return { status: 'failed', ...mapX402Reason(res.errorReason) };
+  }
+
+  async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
+    const { proof, broadcasts } = input;
+    if (await authorizationUsed(this.client, this.token, proof)) {
+      return settledOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
+    }
+    if ((await chainTimeSec(this.client)) >= proof.authorization.validBefore) {
+      return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain without being used.' };
+    }
+    return { status: 'pending', reference: broadcasts.at(-1)?.txHash ?? null };
+  }
+
+  async health(): Promise<FacilitatorHealth> {
+    const facilitatorHost = safeOrigin(this.cfg.url);
+    let supported = false;
+    for (let attempt = 1; attempt <= this.opts.attempts && !supported; attempt++) {
+      try {
+        const s = await this.http(this.opts.requestTimeoutMs).getSupported();
+        supported = s.kinds.some((k) => k.scheme === 'exact' && k.network === `eip155:${CHAINS[this.chain].chainId}`);
+        if (!supported) break;
+      } catch {
+        supported = false;
+      }
+    }
+    let rpc: { ok: boolean; chainId?: number; blockNumber?: string } = { ok: false };
+    try {
+      const [chainId, blockNumber] = await chainRead(() => Promise.all([this.client.getChainId(), this.client.getBlockNumber()]));
+      rpc = { ok: chainId === CHAINS[this.chain].chainId, chainId, blockNumber: blockNumber.toString() };
+    } catch {
+      rpc = { ok: false };
+    }
+    return { ok: supported && rpc.ok, detail: { facilitator: 'remote', url: facilitatorHost, supported, rpc } };
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** scheme://host[:port] only: never the path, query or credentials of the configured URL. */
+function safeOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'invalid-url';
+  }
+}
+

@@ -1,0 +1,194 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { x402Facilitator } from '@x402/core/facilitator';
+import { toFacilitatorEvmSigner } from '@x402/evm';
+import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
+import { createWalletClient, http, publicActions } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { base } from 'viem/chains';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mapX402Reason, RemoteFacilitator, toX402 } from '../src/rails/remote.js';
+import { startAnvil, type Anvil } from './helpers/anvil.js';
+import { nowSec, recorder, signedProof, silentLog } from './helpers/payments.js';
+
+const USDC = 1_000_000n;
+const TOKEN = 'test-facilitator-token';
+
+type Knobs = { settleDelayMs: number; seenAuth: (string | undefined)[]; calls: string[] };
+
+/** A stock x402 v2 facilitator (x402Facilitator + @x402/evm's exact scheme) over HTTP, backed by anvil. */
+async function startX402Facilitator(anvil: Anvil, knobs: Knobs): Promise<{ url: string; server: Server }> {
+  const account = privateKeyToAccount(generatePrivateKey());
+  await anvil.setEthBalance(account.address, 10n ** 20n);
+  const wallet = createWalletClient({ account, chain: base, transport: http(anvil.rpcUrl) }).extend(publicActions);
+  const signer = toFacilitatorEvmSigner(Object.assign(wallet, { address: account.address }) as never);
+  const facilitator = new x402Facilitator().register('eip155:8453', new ExactEvmScheme(signer));
+
+  const body = async (req: IncomingMessage) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  };
+  const server = createServer((req, res) => {
+    void (async () => {
+      knobs.calls.push(`${req.method} ${req.url}`);
+      knobs.seenAuth.push(req.headers.authorization);
+      if (req.headers.authorization !== `Bearer ${TOKEN}`) {
+        res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'unauthorized' }));
+        return;
+      }
+      let out: unknown;
+      if (req.method === 'GET' && req.url === '/supported') out = facilitator.getSupported();
+      else if (req.method === 'POST' && req.url === '/verify') {
+        const b = await body(req);
+        out = await facilitator.verify(b.paymentPayload, b.paymentRequirements);
+      } else if (req.method === 'POST' && req.url === '/settle') {
+        const b = await body(req);
+        out = await facilitator.settle(b.paymentPayload, b.paymentRequirements);
+        if (knobs.settleDelayMs) await new Promise((r) => setTimeout(r, knobs.settleDelayMs));
+      } else {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)));
+    })().catch((err: unknown) => {
+      res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: String(err) }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+describe('RemoteFacilitator against a stock x402 facilitator on anvil', () => {
+  let anvil: Anvil;
+  let server: Server;
+  let url: string;
+  let remote: RemoteFacilitator;
+  const knobs: Knobs = { settleDelayMs: 0, seenAuth: [], calls: [] };
+
+  beforeAll(async () => {
+    anvil = await startAnvil();
+    ({ url, server } = await startX402Facilitator(anvil, knobs));
+    remote = new RemoteFacilitator({ url, authHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` }, rpcUrl: anvil.rpcUrl, log: silentLog() });
+  });
+  afterAll(async () => {
+    await remote?.close();
+    server?.close();
+    await anvil?.stop();
+  });
+
+  const funded = async (amount: bigint) => {
+    const payer = privateKeyToAccount(generatePrivateKey());
+    if (amount > 0n) await anvil.mintUsdc(payer.address, amount);
+    return payer;
+  };
+  const payTo = () => privateKeyToAccount(generatePrivateKey()).address;
+
+  it('verify then settle: funds move by exactly value, the hash is recorded, the auth header is sent', async () => {
+    const payer = await funded(5n * USDC);
+    const merchant = payTo();
+    const proof = await signedProof(payer, merchant, 1_250_000n);
+    expect(await remote.verify(proof, nowSec())).toMatchObject({ ok: true });
+    const rec = recorder();
+    const out = await remote.settle(proof, { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: rec.recordBroadcast });
+    expect(out).toMatchObject({ status: 'settled', reference: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(rec.records).toEqual([{ txHash: (out as { reference: string }).reference, rawTx: null, relayer: null, relayerNonce: null }]);
+    expect(await anvil.usdcBalance(merchant)).toBe(1_250_000n);
+    expect(await anvil.usdcBalance(payer.address)).toBe(3_750_000n);
+    expect(knobs.seenAuth.every((a) => a === `Bearer ${TOKEN}`)).toBe(true);
+    expect(await remote.reconcile({ proof, broadcasts: rec.records, nowSec: nowSec() })).toEqual(out);
+  });
+
+  it("the facilitator's refusals map to our codes and move no funds", async () => {
+    const payer = await funded(5n * USDC);
+    const merchant = payTo();
+    const used = await signedProof(payer, merchant, USDC);
+    expect((await remote.settle(used, { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: recorder().recordBroadcast })).status).toBe('settled');
+
+    const unfunded = await signedProof(await funded(0n), merchant, USDC);
+    // our clock says valid, the facilitator's (and the chain's) says expired
+    const expired = await signedProof(payer, merchant, USDC, { validBefore: nowSec() - 2 });
+    for (const [label, proof, now, code] of [
+      ['replayed nonce', used, nowSec(), 'NONCE_ALREADY_USED'],
+      ['unfunded buyer', unfunded, nowSec(), 'INSUFFICIENT_FUNDS'],
+      ['expired', expired, nowSec() - 100, 'PAYMENT_EXPIRED'],
+    ] as const) {
+      const rec = recorder();
+      expect(await remote.verify(proof, now), label).toMatchObject({ ok: false, code });
+      expect(await remote.settle(proof, { nowSec: now, waitMs: 15_000, recordBroadcast: rec.recordBroadcast }), label).toMatchObject({ status: 'failed', code });
+      expect(rec.records, label).toEqual([]);
+    }
+    expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+  });
+
+  it('/settle answered too late is pending with no reference; reconcile finds the transaction on chain', async () => {
+    const payer = await funded(5n * USDC);
+    const merchant = payTo();
+    const proof = await signedProof(payer, merchant, USDC);
+    knobs.settleDelayMs = 1500;
+    const settleCalls = () => knobs.calls.filter((c) => c === 'POST /settle').length;
+    const before = settleCalls();
+    try {
+      const rec = recorder();
+      const out = await remote.settle(proof, { nowSec: nowSec(), waitMs: 500, recordBroadcast: rec.recordBroadcast });
+      expect(out).toEqual({ status: 'pending', reference: null });
+      expect(settleCalls() - before).toBe(1);
+      await new Promise((r) => setTimeout(r, 1500));
+      const rc = await remote.reconcile({ proof, broadcasts: [], nowSec: nowSec() });
+      expect(rc).toMatchObject({ status: 'settled', reference: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+      expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+    } finally {
+      knobs.settleDelayMs = 0;
+    }
+  });
+
+  it('reconcile without anything known: pending while valid, failed once validBefore has passed on chain', async () => {
+    const payer = await funded(USDC);
+    const live = await signedProof(payer, payTo(), USDC);
+    expect(await remote.reconcile({ proof: live, broadcasts: [], nowSec: nowSec() })).toEqual({ status: 'pending', reference: null });
+    const gone = await signedProof(payer, payTo(), USDC, { validBefore: nowSec() - 1 });
+    expect(await remote.reconcile({ proof: gone, broadcasts: [], nowSec: nowSec() })).toMatchObject({ status: 'failed', code: 'PAYMENT_EXPIRED' });
+  });
+
+  it('health checks /supported and the RPC; an unreachable facilitator is 503 on verify and settle, and no credentials leak', async () => {
+    const h = await remote.health();
+    expect(h).toMatchObject({ ok: true, detail: { facilitator: 'remote', supported: true, rpc: { ok: true, chainId: 8453 } } });
+    expect(JSON.stringify(h)).not.toContain(TOKEN);
+    const noAuth = new RemoteFacilitator({ url, rpcUrl: anvil.rpcUrl, log: silentLog() });
+    expect((await noAuth.health()).ok).toBe(false);
+
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const down = new RemoteFacilitator({ url: `http://127.0.0.1:${port}`, rpcUrl: anvil.rpcUrl, log: silentLog(), options: { requestTimeoutMs: 1000 } });
+    const proof = await signedProof(await funded(USDC), payTo(), USDC);
+    await expect(down.verify(proof, nowSec())).rejects.toMatchObject({ codes: ['FACILITATOR_UNAVAILABLE'], status: 503 });
+    await expect(down.settle(proof, { nowSec: nowSec(), waitMs: 1000, recordBroadcast: recorder().recordBroadcast })).rejects.toMatchObject({
+      codes: ['FACILITATOR_UNAVAILABLE'],
+    });
+  });
+
+  it('maps x402 reason strings and builds the v2 payload and requirements', async () => {
+    expect(mapX402Reason('invalid_exact_evm_signature').code).toBe('SIGNER_MISMATCH');
+    expect(mapX402Reason('invalid_exact_evm_payload_signature').code).toBe('SIGNER_MISMATCH');
+    expect(mapX402Reason('invalid_exact_evm_nonce_already_used').code).toBe('NONCE_ALREADY_USED');
+    expect(mapX402Reason('insufficient_funds').code).toBe('INSUFFICIENT_FUNDS');
+    expect(mapX402Reason('invalid_exact_evm_insufficient_balance').code).toBe('INSUFFICIENT_FUNDS');
+    expect(mapX402Reason('invalid_exact_evm_payload_authorization_valid_before').code).toBe('PAYMENT_EXPIRED');
+    expect(mapX402Reason('invalid_exact_evm_payload_authorization_valid_after').code).toBe('PAYMENT_NOT_YET_VALID');
+    expect(mapX402Reason('invalid_exact_evm_recipient_mismatch').code).toBe('PAYMENT_RECIPIENT_MISMATCH');
+    expect(mapX402Reason('invalid_exact_evm_network_mismatch').code).toBe('PAYMENT_SCHEME_UNSUPPORTED');
+    expect(mapX402Reason('http://secret@x <script>')).toMatchObject({ code: 'CAPTURE_FAILED', human: expect.not.stringContaining('<') });
+    const proof = await signedProof(privateKeyToAccount(generatePrivateKey()), payTo(), 42n);
+    const { payload, requirements } = toX402(proof, 60);
+    expect(requirements).toMatchObject({
+      scheme: 'exact',
+      network: 'eip155:8453',
+      amount: '42',
+      asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+      extra: { name: 'USD Coin', version: '2' },
+    });
+    expect(payload).toMatchObject({ x402Version: 2, payload: { authorization: { value: '42', validAfter: String(proof.authorization.validAfter) }, signature: proof.signature } });
+  });
+});
