@@ -970,6 +970,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getAgentJwks: {
@@ -1049,6 +1063,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1149,6 +1177,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1396,6 +1438,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getCheckout: {
@@ -1537,6 +1593,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2019,6 +2089,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     createCatalogItem: {
@@ -2236,6 +2320,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     deleteCatalogItem: {
@@ -2345,6 +2443,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2519,6 +2631,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     listEvents: {
@@ -2661,6 +2787,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getEvent: {
@@ -2668,6 +2808,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix evt_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -2829,6 +2970,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     replayEvent: {
@@ -2839,6 +2994,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description Id with prefix evt_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -2965,6 +3121,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3163,6 +3333,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3381,6 +3565,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     ingestSession: {
@@ -3570,6 +3768,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getMe: {
@@ -3693,6 +3905,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3906,6 +4132,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4177,6 +4417,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getMerchant: {
@@ -4184,6 +4438,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -4342,6 +4597,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     updateMerchant: {
@@ -4349,6 +4618,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -4522,6 +4792,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getMerchantJwks: {
@@ -4529,6 +4813,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -4613,6 +4898,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     listOrders: {
@@ -4621,7 +4920,7 @@ export interface operations {
                 limit?: number;
                 /** @description The previous page's next_cursor. */
                 cursor?: string;
-                /** @description Id with prefix mrch_ */
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
                 merchant_id?: string;
             };
             header?: never;
@@ -4792,6 +5091,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getPolicy: {
@@ -4825,12 +5138,12 @@ export interface operations {
                         note: string | null;
                         version: number;
                     } | {
-                        /** Format: null */
-                        active: string | null;
-                        /** Format: null */
-                        body: string | null;
-                        /** Format: null */
-                        hash: string | null;
+                        /** @enum {string|null} */
+                        active: null;
+                        /** @enum {string|null} */
+                        body: null;
+                        /** @enum {string|null} */
+                        hash: null;
                         /** @enum {number} */
                         version: 0;
                     };
@@ -4922,6 +5235,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5097,6 +5424,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5298,6 +5639,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getReceiving: {
@@ -5426,6 +5781,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5628,6 +5997,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getAgentReputation: {
@@ -5769,6 +6152,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix sess_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -5956,6 +6340,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     approveSession: {
@@ -5966,6 +6364,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description Id with prefix sess_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -6161,6 +6560,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description Id with prefix sess_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -6283,6 +6683,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6452,6 +6866,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     listWebhookEndpoints: {
@@ -6589,6 +7017,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6796,6 +7238,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     getWebhookEndpoint: {
@@ -6803,6 +7259,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix whk_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -6939,6 +7396,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     deleteWebhookEndpoint: {
@@ -6946,6 +7417,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix whk_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -7057,6 +7529,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     updateWebhookEndpoint: {
@@ -7064,6 +7550,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Id with prefix whk_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -7213,6 +7700,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
         };
     };
     rotateWebhookSecret: {
@@ -7223,6 +7724,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description Id with prefix whk_; an unknown id of any shape is 404 NOT_FOUND. */
                 id: string;
             };
             cookie?: never;
@@ -7365,6 +7867,20 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One line for humans; never parse it. */
+                        error_human: string;
+                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                        reason_codes: string[];
+                    };
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -230,6 +230,7 @@ export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
     applyExamples(op, OPENAPI_EXAMPLES[meta.operationId]);
   }
   dropUntypedNullable(doc);
+  nullableEnumsAdmitNull(doc);
   return doc;
 }
 
@@ -261,6 +262,26 @@ function dropUntypedNullable(node: unknown): void {
   const obj = node as Record<string, unknown>;
   if ('nullable' in obj && !('type' in obj) && !('$ref' in obj) && !('allOf' in obj) && !('oneOf' in obj) && !('anyOf' in obj)) delete obj.nullable;
   for (const [k, v] of Object.entries(obj)) if (k !== 'example') dropUntypedNullable(v);
+}
+
+/**
+ * A nullable enum must list null among its values: validators (Ajv) check `enum` after
+ * `nullable` lets null past the type, so `{enum: ["a"], nullable: true}` rejects a real null.
+ * Zod's z.null() comes out as `{type: "string", format: "null", nullable: true}`: made `enum: [null]`.
+ */
+function nullableEnumsAdmitNull(node: unknown): void {
+  if (Array.isArray(node)) {
+    node.forEach(nullableEnumsAdmitNull);
+    return;
+  }
+  if (!node || typeof node !== 'object') return;
+  const obj = node as Record<string, unknown>;
+  if (obj.nullable === true && obj.format === 'null') {
+    delete obj.format;
+    obj.enum = [null];
+  }
+  if (obj.nullable === true && Array.isArray(obj.enum) && !obj.enum.includes(null)) obj.enum = [...obj.enum, null];
+  for (const [k, v] of Object.entries(obj)) if (k !== 'example') nullableEnumsAdmitNull(v);
 }
 
 /** The exact bytes of openapi/openapi.json: sorted keys, two-space indent, trailing newline. */

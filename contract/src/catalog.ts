@@ -58,7 +58,8 @@ export const CatalogItem = z.object({
 });
 export type CatalogItem = z.infer<typeof CatalogItem>;
 
-const SkuParams = z.object({ sku: z.string().min(1).max(200) });
+// A sku that cannot exist (too long) is 404 like one that does not.
+const SkuParams = z.object({ sku: z.string().min(1) });
 
 export const catalogContract = c.router({
   list: {

@@ -34,7 +34,7 @@ export type RouteMeta = {
 };
 export const meta = (m: RouteMeta) => m;
 
-/** Error statuses every authenticated management route can answer. */
+/** Error statuses every authenticated management route can answer (503 DATABASE_UNAVAILABLE while the database is down). */
 export const keyErrors = {
   400: ErrorBody,
   401: ErrorBody,
@@ -43,14 +43,16 @@ export const keyErrors = {
   413: ErrorBody,
   429: ErrorBody,
   500: ErrorBody,
+  503: ErrorBody,
 } as const;
 
-/** Error statuses every public route can answer. */
+/** Error statuses every public route can answer (503 DATABASE_UNAVAILABLE while the database is down). */
 export const publicErrors = {
   400: ErrorBody,
   404: ErrorBody,
   413: ErrorBody,
   500: ErrorBody,
+  503: ErrorBody,
 } as const;
 
 export const IsoTimestamp = z.string().describe('ISO 8601 UTC timestamp');
@@ -60,6 +62,13 @@ export const prefixedId = (prefix: string) =>
     .string()
     .regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be an id starting with ${prefix}_`)
     .describe(`Id with prefix ${prefix}_`);
+
+/**
+ * An id in a path or query parameter. Any string is accepted here: an id that cannot exist
+ * (wrong prefix, wrong length) is answered like one that does not exist, 404 NOT_FOUND, so
+ * callers have a single branch (the services check the shape before querying).
+ */
+export const idRef = (prefix: string) => z.string().describe(`Id with prefix ${prefix}_; an unknown id of any shape is 404 NOT_FOUND.`);
 
 export const ListQuery = (defaultLimit: number) =>
   z
@@ -77,7 +86,7 @@ export const listEnvelope = <T extends z.ZodTypeAny>(item: T) =>
   });
 
 export const MerchantIdQuery = z
-  .object({ merchant_id: prefixedId('mrch').optional().describe('Defaults to the project\'s default merchant in the key\'s mode.') })
+  .object({ merchant_id: idRef('mrch').optional().describe('Defaults to the project\'s default merchant in the key\'s mode.') })
   .strict();
 
 /** Exact decimal string for money: never a JSON number. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, prefixedId, publicErrors } from './common.js';
+import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId, publicErrors } from './common.js';
 import { ErrorBody } from './errors.js';
 
 export const RailName = z.enum(['x402', 'card', 'mock']);
@@ -91,7 +91,7 @@ export const UpdateMerchantBody = z
   .strict();
 export type UpdateMerchantBody = z.infer<typeof UpdateMerchantBody>;
 
-const MerchantIdParams = z.object({ id: z.string().min(1).max(100) });
+const MerchantIdParams = z.object({ id: idRef('mrch') });
 
 export const merchantsContract = c.router({
   create: {

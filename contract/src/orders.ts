@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, prefixedId } from './common.js';
+import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId } from './common.js';
 import { ErrorBody } from './errors.js';
 import { SessionView, SettleAccepted, Total } from './agent.js';
 import { TrustTier } from './policy.js';
@@ -21,13 +21,13 @@ export const Order = z.object({
 });
 export type Order = z.infer<typeof Order>;
 
-const SessionParams = z.object({ id: z.string().min(1).max(100) });
+const SessionParams = z.object({ id: idRef('sess') });
 
 export const ordersContract = c.router({
   list: {
     method: 'GET',
     path: '/v1/orders',
-    query: ListQuery(50).extend({ merchant_id: prefixedId('mrch').optional() }).strict(),
+    query: ListQuery(50).extend({ merchant_id: idRef('mrch').optional() }).strict(),
     responses: { 200: listEnvelope(Order), ...keyErrors },
     summary: 'The order feed, newest first',
     metadata: meta({ auth: 'key', scopes: ['orders:read'], tag: 'Orders', operationId: 'listOrders' }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, prefixedId } from './common.js';
+import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId } from './common.js';
 import { ErrorBody } from './errors.js';
 
 /** Event types of section 6; `*` in `enabled_events` subscribes to all of them. */
@@ -102,8 +102,8 @@ export const ReplayResult = z.object({
   deliveries: z.array(z.object({ endpoint_id: prefixedId('whk'), status: z.literal('pending') })),
 });
 
-const EndpointParams = z.object({ id: z.string().min(1).max(100) });
-const EventParams = z.object({ id: z.string().min(1).max(100) });
+const EndpointParams = z.object({ id: idRef('whk') });
+const EventParams = z.object({ id: idRef('evt') });
 const writeMeta = (operationId: string) => meta({ auth: 'key', scopes: ['webhooks:write'], tag: 'Webhooks', operationId });
 const readMeta = (operationId: string) => meta({ auth: 'key', scopes: ['webhooks:read'], tag: 'Webhooks', operationId });
 

@@ -3,6 +3,7 @@ import { buildApp } from './app.js';
 import { loadConfigOrExit, startServicesOrExit } from './startup.js';
 import { startWebhookWorker } from './modules/webhooks/worker.js';
 import { startSettlementWorker } from './modules/settlement/reconciler.js';
+import { liveReadiness } from './rails/index.js';
 
 async function main() {
   const config = loadConfigOrExit();
@@ -17,6 +18,12 @@ async function main() {
   const worker = config.SVC_RUN_WORKER ? startWebhookWorker(services) : null;
   // The settlement worker (reconciler and hold sweeper) runs beside it.
   const settlement = config.SVC_RUN_WORKER ? startSettlementWorker(services) : null;
+  // A live facilitator that cannot settle is one clear line at start, not a silent 503 at the first sale.
+  void liveReadiness(services.facilitators.live, 5_000).then((live) => {
+    if (live.facilitator === 'none') log.info('live settlement is off (SVC_LIVE_FACILITATOR unset): live settles answer 503 FACILITATOR_UNAVAILABLE');
+    else if (!live.ok) log.warn({ live }, `live facilitator ${live.facilitator} is not ready: live settles will fail until this is fixed`);
+    else log.info({ live }, `live facilitator ${live.facilitator} ready`);
+  });
   const stop = (signal: string) => {
     log.info({ signal }, 'shutting down');
     const workerStopped = Promise.all([worker?.stop(), settlement?.stop(), services.facilitators.live.close()]).catch(() => undefined);

@@ -216,7 +216,7 @@ describe('health (runs last: it takes the database away)', () => {
     expect(h.body).toEqual({ ok: true });
     const r = await app.request('GET', '/readyz');
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ ok: true, db: true });
+    expect(r.body).toEqual({ ok: true, db: true, live: { facilitator: 'none', ok: true, detail: expect.any(Object) } });
   });
 
   it('GIVEN the database becomes unreachable WHEN probed THEN /readyz is 503 DATABASE_UNAVAILABLE, /healthz stays 200, key routes answer 503', async () => {

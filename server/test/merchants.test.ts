@@ -509,8 +509,8 @@ describe('isolation', () => {
     expect(Number(pols[0]!.n)).toBe(0);
   });
 
-  it('GIVEN a malformed merchant_id query WHEN calling a merchant route THEN 400 VALIDATION_FAILED', async () => {
-    expectError(await app.request('GET', '/v1/catalog?merchant_id=shop', { key: testKey }), 400, 'VALIDATION_FAILED');
+  it('GIVEN a malformed merchant_id query WHEN calling a merchant route THEN 404 NOT_FOUND, like an unknown id', async () => {
+    expectError(await app.request('GET', '/v1/catalog?merchant_id=shop', { key: testKey }), 404, 'NOT_FOUND');
   });
 });
 

@@ -205,6 +205,24 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     await fac.close();
   });
 
+  it('a relayer nonce used behind our back ("nonce too low") is resynced and the settle still goes through', async () => {
+    const fac = facilitatorOn(anvil, keys.slice(2, 3));
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+    expect((await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast })).status).toBe('settled');
+    const outsider = createWalletClient({ account: privateKeyToAccount(keys[2]!), chain: base, transport: http(anvil.rpcUrl) });
+    for (let i = 0; i < 2; i++) await anvil.client.waitForTransactionReceipt({ hash: await outsider.sendTransaction({ to: merchant, value: 1n }), pollingInterval: 50 });
+    const rec = recorder();
+    const out = await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast });
+    expect(out).toEqual({ status: 'settled', reference: rec.records.at(-1)!.txHash });
+    expect(rec.records).toHaveLength(2);
+    expect(rec.records[1]!.relayerNonce).toBe(rec.records[0]!.relayerNonce! + 2);
+    // the stale record can never be mined: its nonce is taken
+    expect(await fac.reconcile({ proof: await signedProof(payer, merchant, USDC), broadcasts: rec.records.slice(0, 1), nowSec: nowSec() })).toMatchObject({ status: 'failed' });
+    expect(await anvil.usdcBalance(merchant)).toBe(2n * USDC);
+    await fac.close();
+  });
+
   it('health reports chain id, block and relayer balances; not ok below the minimum or when the RPC is down', async () => {
     const h = await f.health();
     expect(h.ok).toBe(true);
@@ -250,7 +268,7 @@ describe('OnchainFacilitator on anvil (--block-time 1)', () => {
   }
 
   it('a stuck tx (base fee jumps after broadcast) is replaced with bumped fees, mined, and the relayer recovers within 5 s', async () => {
-    const fac = facilitatorOn(anvil, keys.slice(3, 4), { replaceAfterMs: 1500 });
+    const fac = facilitatorOn(anvil, keys.slice(3, 4));
     const payer = await fundedPayer(anvil, 10n * USDC);
     const merchant = payTo();
     const proof = await signedProof(payer, merchant, USDC);
@@ -276,6 +294,26 @@ describe('OnchainFacilitator on anvil (--block-time 1)', () => {
     // the relayer's next nonce is free again
     const again = await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: recorder().recordBroadcast });
     expect(again.status).toBe('settled');
+    await fac.close();
+  });
+
+  it('the same authorization sent by two relayers: one mines, the other reverts, and both report the winner as settled', async () => {
+    const fac = facilitatorOn(anvil, keys.slice(0, 2), { gasLimit: 150_000n });
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+    const proof = await signedProof(payer, merchant, USDC);
+    const rec = recorder();
+    const outs = await Promise.all([0, 1].map(() => fac.settle(proof, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast })));
+    expect(rec.records).toHaveLength(2);
+    expect(new Set(rec.records.map((r) => r.relayer)).size).toBe(2);
+    const receipts = await Promise.all(rec.records.map((r) => anvil.client.getTransactionReceipt({ hash: r.txHash })));
+    const winner = rec.records[receipts.findIndex((r) => r.status === 'success')]!.txHash;
+    expect(receipts.map((r) => r.status).sort()).toEqual(['reverted', 'success']);
+    expect(outs).toEqual([
+      { status: 'settled', reference: winner },
+      { status: 'settled', reference: winner },
+    ]);
+    expect(await anvil.usdcBalance(merchant)).toBe(USDC);
     await fac.close();
   });
 

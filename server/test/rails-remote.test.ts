@@ -156,6 +156,11 @@ describe('RemoteFacilitator against a stock x402 facilitator on anvil', () => {
     expect(JSON.stringify(h)).not.toContain(TOKEN);
     const noAuth = new RemoteFacilitator({ url, rpcUrl: anvil.rpcUrl, log: silentLog() });
     expect((await noAuth.health()).ok).toBe(false);
+    const unpaid = await signedProof(await funded(USDC), payTo(), USDC);
+    await expect(noAuth.settle(unpaid, { nowSec: nowSec(), waitMs: 5000, recordBroadcast: recorder().recordBroadcast })).rejects.toMatchObject({
+      codes: ['FACILITATOR_UNAVAILABLE'],
+    });
+    await expect(noAuth.verify(unpaid, nowSec())).rejects.toMatchObject({ codes: ['FACILITATOR_UNAVAILABLE'] });
 
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));

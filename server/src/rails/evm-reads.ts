@@ -85,13 +85,12 @@ export function isRpcUnavailable(err: unknown): boolean {
 /** The 503 every live facilitator throws when its chain node is unreachable (no URL in the text). */
 export const rpcUnavailable = () => new ApiError('FACILITATOR_UNAVAILABLE', 'The chain node behind the live facilitator is unreachable; retry shortly.');
 
-/** Runs a read; an unreachable node becomes 503 FACILITATOR_UNAVAILABLE, anything else is rethrown. */
+/** Runs a read; any failure (unreachable, rate-limited, malformed answer) is 503 FACILITATOR_UNAVAILABLE, never the raw RPC error. */
 export async function chainRead<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
-  } catch (err) {
-    if (isRpcUnavailable(err)) throw rpcUnavailable();
-    throw err;
+  } catch {
+    throw rpcUnavailable();
   }
 }
 
@@ -146,8 +145,7 @@ export async function receiptOf(client: PublicClient, hash: Hex): Promise<Transa
     return await client.getTransactionReceipt({ hash });
   } catch (err) {
     if (err instanceof BaseError && err.walk((e) => e instanceof TransactionReceiptNotFoundError)) return null;
-    if (isRpcUnavailable(err)) throw rpcUnavailable();
-    throw err;
+    throw rpcUnavailable();
   }
 }
 

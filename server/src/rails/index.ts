@@ -4,9 +4,9 @@ import type { Logger } from '../lib/logger.js';
 import { ApiError } from '../lib/errors.js';
 import { UnconfiguredLiveFacilitator } from './live-facilitator.js';
 import { MockFacilitator } from './mock-facilitator.js';
+import type { Facilitator, FacilitatorHealth } from './types.js';
 import { OnchainFacilitator } from './onchain/facilitator.js';
 import { RemoteFacilitator } from './remote.js';
-import type { Facilitator, FacilitatorHealth } from './types.js';
 
 export type * from './types.js';
 export { MockFacilitator, mockReference, MOCK_CHAIN, type MockFacilitatorOptions } from './mock-facilitator.js';

@@ -85,6 +85,12 @@ function neverSent(err: unknown): boolean {
   return /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|bad port/.test(text);
 }
 
+/** A 4xx without a settle body (bad auth, bad request): the facilitator refused before doing anything. */
+function refusedRequest(err: unknown): boolean {
+  const m = /failed \((\d{3})\)/.exec(err instanceof Error ? err.message : '');
+  return m !== null && m[1]!.startsWith('4');
+}
+
 /**
  * Live x402 facilitator reached over the x402 facilitator HTTP API v2 (through @x402/core's
  * HTTPFacilitatorClient). /verify and /supported are retried; /settle never is: after a
@@ -166,7 +172,7 @@ export class RemoteFacilitator implements Facilitator {
     } catch (err) {
       if (err instanceof SettleError) {
         res = { success: false, errorReason: err.errorReason, transaction: err.transaction, network: err.network };
-      } else if (neverSent(err)) {
+      } else if (neverSent(err) || refusedRequest(err)) {
         throw new ApiError('FACILITATOR_UNAVAILABLE', 'The remote facilitator is unreachable; retry shortly.');
       } else {
         // sent, answer lost or late: the facilitator may have broadcast; the reconciler reads the chain

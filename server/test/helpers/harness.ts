@@ -13,6 +13,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import type { DbTarget } from '../../src/db/orm.js';
 import { createApiKey, createProject } from '../../src/modules/accounts/service.js';
 import type { Services } from '../../src/services.js';
+import { checkResponseAgainstOpenApi } from './openapi-responses.js';
 
 export type ApiResponse<T = any> = { status: number; body: T; headers: Headers; text: string };
 
@@ -104,7 +105,14 @@ export class TestApp {
   async request<T = any>(
     method: string,
     path: string,
-    opts: { key?: TestKey | string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+    opts: {
+      key?: TestKey | string;
+      body?: unknown;
+      rawBody?: string;
+      headers?: Record<string, string>;
+      /** Only for tests that send what the document cannot describe on purpose. */
+      skipOpenApiCheck?: boolean;
+    } = {},
   ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (opts.key) headers.authorization = `Bearer ${typeof opts.key === 'string' ? opts.key : opts.key.secret}`;
@@ -118,6 +126,8 @@ export class TestApp {
     }
     const res = await fetch(this.baseUrl + path, { method, headers, body });
     const text = await res.text();
+    // Every response of the suite is checked against openapi/openapi.json (helpers/openapi-responses.ts).
+    if (!opts.skipOpenApiCheck) checkResponseAgainstOpenApi(method, path, res.status, res.headers.get('content-type'), text);
     let parsed: unknown = undefined;
     if (text.length > 0) {
       try {

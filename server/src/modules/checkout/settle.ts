@@ -130,6 +130,7 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
         total: s.total,
         currency: s.currency,
         agentId: s.agentId,
+        livemode: m.livemode,
         now,
       });
   if (mandate.present && !mandate.ok && mandate.code === 'MANDATE_ISSUER_UNAVAILABLE') {

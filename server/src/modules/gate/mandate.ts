@@ -1,6 +1,7 @@
-import { compactVerify, createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors } from 'jose';
+import { compactVerify, createRemoteJWKSet, customFetch, decodeProtectedHeader, errors as joseErrors, type FetchImplementation } from 'jose';
 import type { ReasonCode } from '@svc/contract';
 import { compareDecimal } from '../../lib/money.js';
+import { checkOutboundUrl, guardedGet, type Resolver } from '../../lib/ssrf.js';
 
 export type MandateType = 'svc' | 'ap2' | 'acp' | 'none';
 export type MandateInput = { type: MandateType; token?: string; raw?: unknown } | null | undefined;
@@ -31,23 +32,55 @@ export type MandateContext = {
   now: Date;
   /** JWKS fetch timeout; 2 s unless a test shortens it. */
   timeoutMs?: number;
+  /**
+   * The merchant's mode: live merchants fetch only https from public addresses (lib/ssrf.ts).
+   * Unset, it is inferred from the URL: only a test merchant can hold an http URL (write-time
+   * rule; migration Hardening2 cleared older live ones), so every https URL is restricted.
+   */
+  livemode?: boolean;
+  /** A test's DNS resolver for the connect-time address check; the system resolver otherwise. */
+  resolve?: Resolver;
 };
 
 export const SVC_MANDATE_TYP = 'svc-mandate+jws';
 export const JWKS_TIMEOUT_MS = 2_000;
 /** How long a fetched issuer JWKS is trusted before a refetch (an unknown kid refetches sooner, after jose's 30 s cooldown). */
 export const JWKS_CACHE_MAX_AGE_MS = 10 * 60_000;
+/** A key set is a few hundred bytes; anything past this is not one. */
+export const JWKS_MAX_BYTES = 64 * 1024;
+/** The only text an agent sees when the issuer keys cannot be had, whatever the cause (no port or network probing). */
+export const ISSUER_UNAVAILABLE_HUMAN = 'The trusted issuer JWKS could not be fetched; retry shortly.';
 
 type RemoteJwks = ReturnType<typeof createRemoteJWKSet>;
-/** One remote key set per (URL, timeout), so every session of a merchant shares the cached keys. */
+/** One remote key set per (URL, timeout, restriction), so every session of a merchant shares the cached keys. */
 const remoteSets = new Map<string, RemoteJwks>();
 
-function remoteJwks(url: string, timeoutMs: number): RemoteJwks {
-  const key = `${timeoutMs} ${url}`;
-  let set = remoteSets.get(key);
+/** jose's fetch replaced by the guarded GET: address rules at connect time, size and time caps, no redirects. */
+function guardedFetch(restrict: boolean, timeoutMs: number, resolve: Resolver | undefined): FetchImplementation {
+  return async (url, options) => {
+    const res = await guardedGet(url, {
+      restrict,
+      timeoutMs,
+      maxBytes: JWKS_MAX_BYTES,
+      headers: Object.fromEntries(options.headers.entries()),
+      signal: options.signal,
+      resolve,
+    });
+    if (res.status !== 200) return new Response(null, { status: res.status >= 200 && res.status <= 599 ? res.status : 502 });
+    return new Response(new Uint8Array(res.body), { status: 200, headers: { 'content-type': res.headers['content-type'] ?? 'application/json' } });
+  };
+}
+
+function remoteJwks(url: string, timeoutMs: number, restrict: boolean, resolve: Resolver | undefined): RemoteJwks {
+  const key = `${timeoutMs} ${restrict} ${url}`;
+  let set = resolve ? undefined : remoteSets.get(key);
   if (!set) {
-    set = createRemoteJWKSet(new URL(url), { timeoutDuration: timeoutMs, cacheMaxAge: JWKS_CACHE_MAX_AGE_MS });
-    remoteSets.set(key, set);
+    set = createRemoteJWKSet(new URL(url), {
+      timeoutDuration: timeoutMs,
+      cacheMaxAge: JWKS_CACHE_MAX_AGE_MS,
+      [customFetch]: guardedFetch(restrict, timeoutMs, resolve),
+    });
+    if (!resolve) remoteSets.set(key, set);
   }
   return set;
 }
@@ -98,11 +131,9 @@ function classify(err: unknown): { code: ReasonCode; human: string } {
   if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JOSENotSupported) {
     return { code: 'MANDATE_MALFORMED', human: `The svc mandate is not a valid compact JWS (${(err as Error).message}).` };
   }
-  if (err instanceof joseErrors.JWKSTimeout) {
-    return { code: 'MANDATE_ISSUER_UNAVAILABLE', human: 'The trusted issuer JWKS did not answer in time; retry shortly.' };
-  }
-  // Network errors, non-200 responses, a body that is not a JWK Set.
-  return { code: 'MANDATE_ISSUER_UNAVAILABLE', human: `The trusted issuer JWKS could not be fetched (${err instanceof Error ? err.message : String(err)}).` };
+  // Timeouts, refused addresses, network errors, non-200 responses, oversized bodies, a body that is
+  // not a JWK Set: one text, so the answer never tells an open port from a closed one.
+  return { code: 'MANDATE_ISSUER_UNAVAILABLE', human: ISSUER_UNAVAILABLE_HUMAN };
 }
 
 /**
@@ -152,9 +183,14 @@ export async function verifyMandate(input: MandateInput, ctx: MandateContext): P
     );
   }
 
+  // The URL was checked when written; checked again here (rows from before the rule, a mode change).
+  const restrict = ctx.livemode ?? !ctx.jwksUrl.startsWith('http:');
+  if (!checkOutboundUrl(ctx.jwksUrl, restrict).ok) return fail('MANDATE_ISSUER_UNAVAILABLE', ISSUER_UNAVAILABLE_HUMAN);
+
   let payload: Uint8Array;
   try {
-    ({ payload } = await compactVerify(token, remoteJwks(ctx.jwksUrl, ctx.timeoutMs ?? JWKS_TIMEOUT_MS), { algorithms: ['EdDSA'] }));
+    const keys = remoteJwks(ctx.jwksUrl, ctx.timeoutMs ?? JWKS_TIMEOUT_MS, restrict, ctx.resolve);
+    ({ payload } = await compactVerify(token, keys, { algorithms: ['EdDSA'] }));
   } catch (err) {
     const { code, human } = classify(err);
     return fail(code, human);

@@ -5,7 +5,8 @@ import type { AuthContext, Ctx } from '../../http/context.js';
 import { generateEd25519 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
-import { checkReceiving } from '../receiving/validate.js';
+import { checkOutboundUrl } from '../../lib/ssrf.js';
+import { checkReceiving, type ReceivingFinding } from '../receiving/validate.js';
 import { MerchantEntity } from './entity.js';
 
 export type MerchantRow = InstanceType<typeof MerchantEntity.class>;
@@ -34,23 +35,38 @@ export function presentMerchant(m: MerchantRow): Merchant {
   };
 }
 
-/** Throws the first receiving finding as a 400 with its own code. */
-export function normalizeReceiving(input: unknown, livemode: boolean) {
+/** One 400 naming every failing receiving rule: all their codes, one line of text. */
+function throwFindings(findings: ReceivingFinding[]): void {
+  if (findings.length === 0) return;
+  const codes = [...new Set(findings.map((f) => f.code))];
+  throw new ApiError(codes, findings.map((f) => f.human.replace(/\.$/, '')).join('; ') + '.');
+}
+
+/** Validates receiving (and the rails list, when given) and throws every finding at once. */
+export function normalizeReceiving(input: unknown, livemode: boolean, rails?: RailName[]) {
   const { receiving, findings } = checkReceiving(input, livemode);
-  const first = findings[0];
-  if (first) throw new ApiError(first.code, first.human);
+  if (rails) findings.push(...railFindings(rails, livemode));
+  throwFindings(findings);
   return receiving;
 }
 
-function checkRails(rails: RailName[], livemode: boolean) {
-  if (livemode && rails.includes('mock')) throw new ApiError('RECEIVING_MOCK_IN_LIVE', 'rails: the mock rail cannot be enabled on a live merchant.');
+function railFindings(rails: RailName[], livemode: boolean): ReceivingFinding[] {
+  return livemode && rails.includes('mock') ? [{ code: 'RECEIVING_MOCK_IN_LIVE', human: 'rails: the mock rail cannot be enabled on a live merchant.' }] : [];
+}
+
+/** The trusted issuer JWKS URL follows the webhook URL rules (lib/ssrf.ts): https to a public host on live merchants. */
+function checkJwksUrl(raw: string | null | undefined, livemode: boolean): string | null | undefined {
+  if (raw == null) return raw;
+  const checked = checkOutboundUrl(raw, livemode);
+  if (!checked.ok) throw new ApiError('VALIDATION_FAILED', `trusted_svc_jwks_url: ${checked.why}.`);
+  return checked.href;
 }
 
 export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: CreateMerchantBody): Promise<MerchantRow> {
   const { livemode, projectId } = ctx.auth;
-  const receiving = normalizeReceiving(body.receiving, livemode);
   const rails: RailName[] = body.rails ?? (livemode ? ['x402'] : ['x402', 'mock']);
-  checkRails(rails, livemode);
+  const receiving = normalizeReceiving(body.receiving, livemode, rails);
+  const jwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, livemode);
   const id = newId('mrch');
   const seed = generateEd25519();
   try {
@@ -69,7 +85,7 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
         receiptKid: receiptKidFor(id),
         receiptPublicX: seed.x,
         receiptSeedSealed: ctx.services.box.seal(seed.d, id),
-        trustedSvcJwksUrl: body.trusted_svc_jwks_url ?? null,
+        trustedSvcJwksUrl: jwksUrl ?? null,
         isDefault: !hasDefault,
       });
       await tx.flush();
@@ -97,7 +113,7 @@ export async function findMerchant(em: Em, auth: AuthContext, id: string): Promi
 
 /** `merchant_id` query or the project's default merchant in the key's mode. */
 export async function resolveMerchant(em: Em, auth: AuthContext, merchantId?: string): Promise<MerchantRow> {
-  if (merchantId) return findMerchant(em, auth, merchantId);
+  if (merchantId !== undefined) return findMerchant(em, auth, merchantId);
   const m = await em.findOne(MerchantEntity, { projectId: auth.projectId, livemode: auth.livemode, isDefault: true });
   if (!m) throw new ApiError('NOT_FOUND', 'This project has no merchant in this mode yet; create one with POST /v1/merchants.');
   return m;
@@ -129,11 +145,12 @@ export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: strin
     const m = await lockMerchantRow(tx, await findMerchant(tx, ctx.auth, id));
     let configChanged = false;
     if (body.receiving !== undefined) {
-      m.receiving = normalizeReceiving(body.receiving, m.livemode);
+      m.receiving = normalizeReceiving(body.receiving, m.livemode, body.rails);
       configChanged = true;
+    } else if (body.rails !== undefined) {
+      throwFindings(railFindings(body.rails, m.livemode));
     }
     if (body.rails !== undefined) {
-      checkRails(body.rails, m.livemode);
       m.rails = body.rails;
       configChanged = true;
     }
@@ -145,7 +162,7 @@ export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: strin
       m.domain = body.domain;
       configChanged = true;
     }
-    if (body.trusted_svc_jwks_url !== undefined) m.trustedSvcJwksUrl = body.trusted_svc_jwks_url;
+    if (body.trusted_svc_jwks_url !== undefined) m.trustedSvcJwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, m.livemode) ?? null;
     if (configChanged) m.configVersion += 1;
     m.updatedAt = new Date();
     await tx.flush();

@@ -29,7 +29,7 @@ export function presentOrder(o: OrderRow): Order {
 /** The order feed of the key's project and mode, newest first (ids are time-sortable). */
 export async function listOrders(em: Em, auth: AuthContext, q: { limit: number; cursor?: string; merchant_id?: string }) {
   const where: Record<string, unknown> = { projectId: auth.projectId, livemode: auth.livemode };
-  if (q.merchant_id) where.merchantId = (await findMerchant(em, auth, q.merchant_id)).id;
+  if (q.merchant_id !== undefined) where.merchantId = (await findMerchant(em, auth, q.merchant_id)).id;
   if (q.cursor) {
     if (!hasPrefix(q.cursor, 'ord')) throw new ApiError('VALIDATION_FAILED', 'query.cursor: is not a cursor returned by this list.');
     where.id = { $lt: q.cursor };

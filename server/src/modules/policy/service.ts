@@ -131,7 +131,7 @@ export async function publishConfig(ctx: Ctx & { auth: AuthContext }, merchantId
     const m = await lockMerchantRow(tx, await resolveMerchant(tx, ctx.auth, merchantId));
     const { findings, newest } = await validateDraft(tx, m);
     if (findings.length > 0) {
-      throw new ApiError('CONFIG_INVALID', `Publish refused: ${findings.length} finding(s); first: ${findings[0]!.human}`, {
+      throw new ApiError('CONFIG_INVALID', `Publish refused: ${findings.length} finding(s) (${[...new Set(findings.map((f) => f.code))].join(', ')}); first: ${findings[0]!.human}`, {
         extra: { published: false, ok: false, findings },
       });
     }

@@ -1,7 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
-import { bareHost, guardedLookup, isForbiddenAddress } from './url.js';
+import { guardedLookup, refusedLiteral } from '../../lib/ssrf.js';
 
 export const WEBHOOK_USER_AGENT = 'Svc-Checkout-Webhooks/1';
 /** Section 8: a delivery succeeds on a 2xx within 10 s. */
@@ -67,10 +66,8 @@ export function postWebhook(req: WebhookRequest, agents: Agents): Promise<Attemp
     } catch {
       return finish({ ok: false, responseStatus: null, error: 'the endpoint URL is invalid' });
     }
-    const host = bareHost(url.hostname);
-    if (req.restrictAddresses && isIP(host) && isForbiddenAddress(host)) {
-      return finish({ ok: false, responseStatus: null, error: `refused: ${host} is a private, loopback or link-local address` });
-    }
+    const refused = req.restrictAddresses ? refusedLiteral(url) : null;
+    if (refused) return finish({ ok: false, responseStatus: null, error: refused });
     const ac = new AbortController();
     timer = setTimeout(() => ac.abort(new Error(`timed out after ${req.timeoutMs} ms`)), req.timeoutMs);
     onAbort = () => ac.abort(new Error('the worker stopped during the attempt'));

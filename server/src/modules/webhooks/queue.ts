@@ -69,10 +69,13 @@ export async function claimDue(
     const ids = due.map((d) => String(d.id));
     const leasedIds = due.filter((d) => d.leased).map((d) => String(d.id));
     if (leasedIds.length > 0) {
-      await tx.execute(`update webhook_attempts set status = 'lost', error = ?, completed_at = now() where delivery_id in (?) and status = 'in_progress'`, [
-        LOST_ERROR,
-        leasedIds,
-      ]);
+      // Only an attempt whose send had started may have reached the receiver: that one is lost.
+      // Claimed-but-unsent attempts vanish, as if handed back, and the delivery is simply retried.
+      await tx.execute(
+        `update webhook_attempts set status = 'lost', error = ?, completed_at = now() where delivery_id in (?) and status = 'in_progress' and sending_at is not null`,
+        [LOST_ERROR, leasedIds],
+      );
+      await tx.execute(`delete from webhook_attempts where delivery_id in (?) and status = 'in_progress' and sending_at is null`, [leasedIds]);
     }
     const endpointIds = [...new Set(due.map((d) => d.endpoint_id))];
     const endpoints = await tx.execute<EndpointRow[]>(
@@ -245,6 +248,15 @@ export async function recordAttempts(em: Em, owner: string, items: RecordedAttem
       }
     }
   });
+}
+
+/**
+ * Stamps attempts as going on the wire, just before their requests are sent (one statement
+ * for every send that starts in the same tick). A reclaimed lease records `lost` only for these.
+ */
+export async function markSending(em: Em, attemptIds: string[]): Promise<void> {
+  if (attemptIds.length === 0) return;
+  await em.execute(`update webhook_attempts set sending_at = now() where id in (?) and status = 'in_progress'`, [attemptIds]);
 }
 
 /** Keeps the leases of everything this worker still holds. */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Services } from '../../services.js';
 import { createAgents, postWebhook, WEBHOOK_TIMEOUT_MS, WEBHOOK_USER_AGENT, type Agents, type AttemptOutcome } from './deliver.js';
-import { claimDue, extendLeases, MAX_ATTEMPTS, recordAttempts, releaseClaims, type ClaimedDelivery, type RecordedAttempt } from './queue.js';
+import { claimDue, extendLeases, markSending, MAX_ATTEMPTS, recordAttempts, releaseClaims, type ClaimedDelivery, type RecordedAttempt } from './queue.js';
 import { signatureHeader } from './signature.js';
 import { onWake } from './wake.js';
 
@@ -134,10 +134,30 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
     });
   }
 
+  /** Attempts about to be sent in this tick: stamped `sending_at` by one statement before any of them goes out. */
+  let sendingBatch: { ids: string[]; written: Promise<void> } | null = null;
+  function stampSending(attemptId: string): Promise<void> {
+    if (!sendingBatch) {
+      const batch: { ids: string[]; written: Promise<void> } = { ids: [], written: Promise.resolve() };
+      batch.written = new Promise<void>((resolve) => setImmediate(resolve))
+        .then(() => {
+          sendingBatch = null;
+          return markSending(em(), batch.ids);
+        })
+        // Sending anyway keeps at-least-once; only a crash right after would then miss its `lost` record.
+        .catch((err: unknown) => log.error({ err, attempts: batch.ids.length }, 'could not stamp webhook attempts as sending'));
+      sendingBatch = batch;
+    }
+    sendingBatch.ids.push(attemptId);
+    return sendingBatch.written;
+  }
+
   async function deliverOne(h: Held): Promise<void> {
     if (h.dropped || killed) return;
     h.started = true;
     const c = h.claim;
+    await stampSending(c.attemptId);
+    if (killed) return;
     const t = Math.floor(Date.now() / 1000);
     const outcome: AttemptOutcome = await postWebhook(
       {

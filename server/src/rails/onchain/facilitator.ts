@@ -43,7 +43,7 @@ import type {
 import { pickRelayer, Relayer } from './relayer.js';
 
 export type OnchainFacilitatorOptions = {
-  /** A broadcast not mined after this long is replaced with bumped fees (same nonce). Default 3000. */
+  /** A broadcast not mined after this long is replaced with bumped fees (same nonce). Default 2500 (one Base block plus margin, so a stuck nonce recovers within 5 s). */
   replaceAfterMs?: number;
   /** How often in-flight transactions are checked. Default 250. */
   pollMs?: number;
@@ -116,7 +116,7 @@ export class OnchainFacilitator implements Facilitator {
     if (cfg.privateKeys.length === 0) throw new Error('OnchainFacilitator needs at least one relayer private key');
     const o = cfg.options ?? {};
     this.opts = {
-      replaceAfterMs: o.replaceAfterMs ?? 3000,
+      replaceAfterMs: o.replaceAfterMs ?? 2500,
       pollMs: o.pollMs ?? 250,
       gasLimit: o.gasLimit,
       feeHeadroomPct: o.feeHeadroomPct ?? 150,
@@ -216,6 +216,8 @@ export class OnchainFacilitator implements Facilitator {
     flight.busy = false;
     this.flights.add(flight);
     this.ensureTimer();
+    // automine and fast chains mine at once: look now rather than a poll interval later
+    void this.tick();
     const left = deadline - Date.now();
     const timeout = sleep(Math.max(left, 0)).then((): SettleOutcome => ({ status: 'pending', reference: flight.hashes.at(-1) ?? null }));
     return Promise.race([outcome, timeout]);

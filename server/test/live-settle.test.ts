@@ -1,0 +1,250 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeFunctionData, parseSignature, type Address, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { AgentClient } from '../../sdk/src/index.js';
+import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
+import { ANVIL_DEV_KEY, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
+import { eventTypes, ordersOf, poll, settle } from './helpers/agent-protocol.js';
+import { signPayment } from './helpers/agent.js';
+import { sql } from './helpers/foundation.js';
+import { TestApp, type TestKey } from './helpers/harness.js';
+import { startSettlementWorker, type SettlementWorker } from '../src/modules/settlement/reconciler.js';
+
+/**
+ * Live mode end to end on a real EVM: anvil with chain id 8453 and an EIP-3009 token at the
+ * real USDC address, the `onchain` facilitator broadcasting from relayer accounts, through
+ * HTTP and the agent SDK. Nothing about the chain is mocked.
+ */
+let chain: Anvil;
+let app: TestApp;
+let key: TestKey;
+let payTo: Address;
+let base: string;
+let merchantId: string;
+const relayerKeys = [generatePrivateKey(), generatePrivateKey(), generatePrivateKey(), generatePrivateKey()];
+
+beforeAll(async () => {
+  chain = await startAnvil();
+  for (const k of relayerKeys) await chain.setEthBalance(privateKeyToAccount(k).address, 10n ** 19n);
+  app = await TestApp.start({
+    SVC_LIVE_FACILITATOR: 'onchain',
+    SVC_RPC_URL_BASE: chain.rpcUrl,
+    SVC_RELAYER_PRIVATE_KEYS: relayerKeys.join(','),
+    SVC_SETTLE_WAIT_MS: '8000',
+  });
+  key = await app.key('live');
+  payTo = privateKeyToAccount(generatePrivateKey()).address;
+  const m = await app.request('POST', '/v1/merchants', {
+    key,
+    body: { slug: `live-${randomUUID().slice(0, 8)}`, name: 'Live Shop', domain: 'live.example.com', receiving: { x402: { chain: 'base', address: payTo } } },
+  });
+  expect(m.status, m.text).toBe(201);
+  merchantId = m.body.id;
+  base = `/m/${merchantId}`;
+  for (const [sku, amount] of [['coffee', '4.50'], ['beans', '12.00']] as const) {
+    const r = await app.request('POST', `/v1/catalog?merchant_id=${merchantId}`, { key, body: { sku, name: sku, price: { amount, currency: 'USD' } } });
+    expect(r.status, r.text).toBe(201);
+  }
+  const pol = await app.request('PUT', `/v1/policy?merchant_id=${merchantId}`, { key, body: { body: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null } } });
+  expect(pol.status, pol.text).toBe(201);
+  const pub = await app.request('POST', `/v1/publish?merchant_id=${merchantId}`, { key });
+  expect(pub.status, pub.text).toBe(200);
+}, 120_000);
+afterAll(async () => {
+  await app?.stop();
+  await chain?.stop();
+});
+
+async function fundedBuyer(usdc = 100_000_000n): Promise<PrivateKeyAccount> {
+  const buyer = privateKeyToAccount(generatePrivateKey());
+  if (usdc > 0n) await chain.mintUsdc(buyer.address, usdc);
+  return buyer;
+}
+
+async function openLive(sku = 'coffee') {
+  const r = await app.request('POST', `${base}/agent/checkout`, { body: { agent_id: randomUUID(), items: [{ sku, qty: 1 }] } });
+  expect(r.status, r.text).toBe(201);
+  return { id: r.body.session_id as string, pr: r.body.payment_required };
+}
+
+const countRows = async (table: string, where: string, params: unknown[]) => Number((await sql(app, `select count(*)::int as n from ${table} where ${where}`, params))[0]!.n);
+
+describe('live mode on a real chain (onchain facilitator)', () => {
+  it('GIVEN a live merchant on base WHEN an agent buys with the SDK THEN balances move by exactly amountBaseUnits, the reference is the mined transaction and the order, receipt and events exist once', async () => {
+    const buyer = await fundedBuyer();
+    const before = { buyer: await chain.usdcBalance(buyer.address), merchant: await chain.usdcBalance(payTo) };
+    const agent = new AgentClient({ account: buyer, agentId: randomUUID() });
+    const shop = await agent.discover(`${app.baseUrl}${base}`);
+    expect(shop.manifest.livemode).toBe(true);
+    const outcome = await shop.buy([{ sku: 'coffee', qty: 1 }]);
+    if (outcome.status !== 'accepted') throw new Error(JSON.stringify(outcome));
+
+    const hash = outcome.fulfillment.reference as Hex;
+    const receipt = await chain.client.getTransactionReceipt({ hash });
+    expect(receipt.status).toBe('success');
+    expect(receipt.to?.toLowerCase()).toBe(USDC_BASE.toLowerCase());
+    expect(await chain.usdcBalance(buyer.address)).toBe(before.buyer - 4_500_000n);
+    expect(await chain.usdcBalance(payTo)).toBe(before.merchant + 4_500_000n);
+
+    const claims = await shop.verifyReceipt(outcome.receipt);
+    expect(claims).toMatchObject({ settlementRef: hash, chain: 'base', livemode: true, orderId: outcome.order_id });
+    expect(await ordersOf(app, outcome.session_id)).toHaveLength(1);
+    expect(await eventTypes(app, outcome.session_id)).toEqual(['order.accepted', 'order.settled']);
+    expect(await countRows('receipts', 'order_id = ?', [outcome.order_id])).toBe(1);
+    expect(await countRows('settlement_attempts', "session_id = ? and status = 'settled' and reference = ?", [outcome.session_id, hash])).toBe(1);
+    expect((await poll(app, base, outcome.session_id)).body).toMatchObject({ state: 'accepted', settlement: { rail: 'x402', reference: hash } });
+  });
+
+  it('GIVEN payments the chain refuses WHEN they settle THEN replay, unfunded, expired and wrong-domain answer their 402 codes and no funds move', async () => {
+    const merchantBefore = await chain.usdcBalance(payTo);
+    // A replay: the same authorization (nonce) on a second session.
+    const buyer = await fundedBuyer();
+    const first = await openLive();
+    const paid = await signPayment(buyer, first.pr);
+    expect((await settle(app, base, first.id, paid)).status).toBe(200);
+    const second = await openLive();
+    const replay = await settle(app, base, second.id, paid);
+    expect(replay.status, replay.text).toBe(402);
+    expect(replay.body.reason_codes).toEqual(['NONCE_ALREADY_USED']);
+
+    // Used on chain outside the service: only the chain knows, the simulation finds it.
+    const outside = await fundedBuyer();
+    const s3 = await openLive();
+    const p3 = await signPayment(outside, s3.pr);
+    const a = p3.payment.authorization;
+    const sig = parseSignature(p3.payment.signature as Hex);
+    const dev = privateKeyToAccount(ANVIL_DEV_KEY);
+    await chain.client.request({
+      method: 'eth_sendTransaction' as never,
+      params: [{ from: dev.address, to: USDC_BASE, data: encodeFunctionData({ abi: EIP3009_TOKEN_ABI, functionName: 'transferWithAuthorization', args: [a.from as Address, a.to as Address, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, Number(sig.v), sig.r, sig.s] }) }] as never,
+    });
+    const used = await settle(app, base, s3.id, p3);
+    expect(used.status, used.text).toBe(402);
+    expect(used.body.reason_codes).toEqual(['NONCE_ALREADY_USED']);
+    const afterOutside = await chain.usdcBalance(payTo);
+
+    const poor = await fundedBuyer(0n);
+    const s4 = await openLive();
+    const unfunded = await settle(app, base, s4.id, await signPayment(poor, s4.pr));
+    expect(unfunded.status, unfunded.text).toBe(402);
+    expect(unfunded.body.reason_codes).toEqual(['INSUFFICIENT_FUNDS']);
+
+    const s5 = await openLive();
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await settle(app, base, s5.id, await signPayment(buyer, s5.pr, { validBefore: now + 2 }));
+    expect(expired.body.reason_codes).toEqual(['PAYMENT_EXPIRED']);
+
+    const wrongDomain = await settle(app, base, s5.id, await signPayment(buyer, s5.pr, { domainName: 'USDC' }));
+    expect(wrongDomain.status, wrongDomain.text).toBe(402);
+    expect(wrongDomain.body.reason_codes).toEqual(['SIGNER_MISMATCH']);
+
+    // Only the first payment and the outside transfer moved funds.
+    expect(afterOutside - merchantBefore).toBe(9_000_000n);
+    expect(await chain.usdcBalance(payTo)).toBe(afterOutside);
+    for (const s of [second, s3, s4, s5]) {
+      expect(await ordersOf(app, s.id)).toHaveLength(0);
+      expect((await poll(app, base, s.id)).body.state).toBe('awaiting_payment');
+    }
+  });
+
+  it('GIVEN 16 buyers at once WHEN they settle through four relayer accounts THEN all 16 are mined with no nonce error and each has one order', async () => {
+    const buyers: PrivateKeyAccount[] = [];
+    for (let i = 0; i < 16; i++) buyers.push(await fundedBuyer()); // the minter is one account: one at a time
+    const merchantBefore = await chain.usdcBalance(payTo);
+    const sessions = await Promise.all(buyers.map(() => openLive()));
+    const results = await Promise.all(sessions.map(async (s, i) => settle(app, base, s.id, await signPayment(buyers[i]!, s.pr))));
+    for (const r of results) expect(r.status, r.text).toBe(200);
+    const hashes = new Set(results.map((r) => r.body.fulfillment.reference));
+    expect(hashes.size).toBe(16);
+    expect(await chain.usdcBalance(payTo)).toBe(merchantBefore + 16n * 4_500_000n);
+    const relayersUsed = await sql(app, 'select count(distinct relayer)::int as n from settlement_transactions where tx_hash in (?)', [[...hashes].map((h) => h.toLowerCase())]);
+    expect(Number(relayersUsed[0]!.n)).toBeGreaterThan(1);
+  });
+
+  it('GIVEN a chain that does not mine within the bound WHEN an agent settles THEN 202 settlement_pending, the poll shows settling, and the reconciler writes the order once the block is mined', async () => {
+    const buyer = await fundedBuyer();
+    const s = await openLive();
+    const payment = await signPayment(buyer, s.pr);
+    await chain.setAutomine(false);
+    const realWait = app.services.config.SVC_SETTLE_WAIT_MS;
+    (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = 1_000;
+    let worker: SettlementWorker | null = null;
+    try {
+      const res = await settle(app, base, s.id, payment);
+      expect(res.status, res.text).toBe(202);
+      expect(res.body).toMatchObject({ status: 'settlement_pending', reason_codes: ['SETTLEMENT_PENDING'], next: `GET ${base}/agent/checkout/${s.id}` });
+      expect((await poll(app, base, s.id)).body).toMatchObject({ state: 'settling', next: `GET ${base}/agent/checkout/${s.id}` });
+      // The same payment again learns it is pending; another payment is refused.
+      expect((await settle(app, base, s.id, payment)).text).toBe(res.text);
+      const other = await settle(app, base, s.id, await signPayment(buyer, s.pr));
+      expect(other.status).toBe(409);
+      expect(other.body.reason_codes).toEqual(['SETTLEMENT_IN_PROGRESS']);
+      expect(await ordersOf(app, s.id)).toHaveLength(0);
+
+      await chain.mine();
+      worker = startSettlementWorker(app.services, { intervalMs: 200 });
+      const deadline = Date.now() + 30_000;
+      let view = await poll(app, base, s.id);
+      while (view.body.state === 'settling' && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        view = await poll(app, base, s.id);
+      }
+      expect(view.body.state).toBe('accepted');
+      const hash = view.body.settlement.reference as Hex;
+      expect((await chain.client.getTransactionReceipt({ hash })).status).toBe('success');
+      expect(await ordersOf(app, s.id)).toHaveLength(1);
+      expect(await eventTypes(app, s.id)).toEqual(['order.accepted', 'order.settled']);
+      // The agent's repeated settle now replays the accepted result.
+      const replay = await settle(app, base, s.id, payment);
+      expect(replay.status).toBe(200);
+      expect(replay.body.fulfillment.reference).toBe(hash);
+    } finally {
+      await worker?.stop();
+      (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = realWait;
+      await chain.setAutomine(true);
+    }
+  });
+
+  it('GIVEN a held live order approved after its authorization expired WHEN the agent waits THEN it signs again and the order settles on chain', async () => {
+    const pol = await app.request('PUT', `/v1/policy?merchant_id=${merchantId}`, { key, body: { body: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: 'standard' } } });
+    expect(pol.status).toBe(201);
+    expect((await app.request('POST', `/v1/publish?merchant_id=${merchantId}`, { key })).status).toBe(200);
+    try {
+      const buyer = await fundedBuyer();
+      const agent = new AgentClient({ account: buyer, agentId: randomUUID() });
+      const shop = await agent.discover(`${app.baseUrl}${base}`);
+      const held = await shop.buy([{ sku: 'beans', qty: 1 }]);
+      if (held.status !== 'hold') throw new Error(JSON.stringify(held));
+      const before = await chain.usdcBalance(payTo);
+      const realNow = app.services.now;
+      app.services.now = () => new Date(Date.now() + 3_600_000);
+      let approved;
+      try {
+        approved = await app.request('POST', `/v1/sessions/${held.session_id}/approve`, { key });
+      } finally {
+        app.services.now = realNow;
+      }
+      expect(approved.status, approved.text).toBe(202);
+      expect(approved.body.status).toBe('awaiting_reauthorization');
+      const resolved = await held.waitForResolution({ intervalMs: 100, timeoutMs: 60_000 });
+      if (resolved.status !== 'accepted') throw new Error(JSON.stringify(resolved));
+      expect((await chain.client.getTransactionReceipt({ hash: resolved.fulfillment.reference as Hex })).status).toBe('success');
+      expect(await chain.usdcBalance(payTo)).toBe(before + 12_000_000n);
+      expect(await eventTypes(app, held.session_id)).toEqual(['order.held', 'order.accepted', 'order.settled']);
+    } finally {
+      await app.request('PUT', `/v1/policy?merchant_id=${merchantId}`, { key, body: { body: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null } } });
+      await app.request('POST', `/v1/publish?merchant_id=${merchantId}`, { key });
+    }
+  });
+
+  it('GIVEN the relayers WHEN /readyz is read THEN it reports the onchain facilitator, the chain and each relayer balance, without secrets', async () => {
+    const res = await app.request('GET', '/readyz');
+    expect(res.status).toBe(200);
+    expect(res.body.live).toMatchObject({ facilitator: 'onchain', ok: true });
+    for (const k of relayerKeys) {
+      expect(res.text).toContain(privateKeyToAccount(k).address);
+      expect(res.text).not.toContain(k.slice(2));
+    }
+  });
+});
