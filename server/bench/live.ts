@@ -164,7 +164,11 @@ async function startReference(anvil: Anvil, payTo: Address, relayerKeys: Hex[]):
   const facilitators = relayerKeys.map((key) => {
     const wallet = createWalletClient({ account: privateKeyToAccount(key), chain: base, transport: http(anvil.rpcUrl), pollingInterval: 250 }).extend(publicActions);
     // viem's verifyTypedData overloads are wider than the signer type spells them; the call shape is the same
-    const signer = toFacilitatorEvmSigner(Object.assign(wallet, { address: wallet.account.address }) as unknown as Parameters<typeof toFacilitatorEvmSigner>[0]);
+    // receipt waits bounded below the buyer's timeout (the default is 180 s): a transaction that
+    // never mines is a failed settle here, and the run does not linger on it after the section ends
+    const signer = toFacilitatorEvmSigner(Object.assign(wallet, { address: wallet.account.address }) as unknown as Parameters<typeof toFacilitatorEvmSigner>[0], {
+      confirmationTimeoutMs: REQUEST_TIMEOUT_MS - 5_000,
+    });
     return new x402Facilitator().register(NETWORK, new ExactEvmFacilitator(signer));
   });
   const facilitatorClient = new InProcessFacilitatorClient(facilitators);
