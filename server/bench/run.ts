@@ -1,7 +1,11 @@
+import { benchLive } from './live.js';
 import { benchWebhooks } from './webhooks.js';
 
 /** `npm run bench`: each benchmark runs to completion on its own and prints one result line. Not a test. */
-const benches: Array<[string, () => Promise<string>]> = [['webhooks', () => benchWebhooks()]];
+const benches: Array<[string, () => Promise<string>]> = [
+  ['webhooks', () => benchWebhooks()],
+  ['live', () => benchLive()],
+];
 
 for (const [name, run] of benches) {
   try {

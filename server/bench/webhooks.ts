@@ -66,7 +66,8 @@ export async function benchWebhooks(opts: WebhookBenchOptions = {}): Promise<str
     for (let done = 0; done < events; done += 100) {
       await services.orm.em.fork().transactional(async (tx) => {
         for (let i = done; i < Math.min(events, done + 100); i++) {
-          await recordEvent(tx, { projectId: project.id, merchantId: null, livemode: false, type: 'order.settled', object });
+          // one order.settled per order (events_one_settled_per_order), so each event names its own order
+          await recordEvent(tx, { projectId: project.id, merchantId: null, livemode: false, type: 'order.settled', object: { ...object, id: `ord_bench_${i}` } });
         }
       });
     }
