@@ -1,5 +1,5 @@
 import { encodeAbiParameters, keccak256, type Address, type Hex } from 'viem';
-import { checkAuthorization } from '../modules/gate/eip712.js';
+import { checkProof } from '../modules/gate/eip712.js';
 import { CHAINS, type ChainName } from '../modules/receiving/validate.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOutcome, VerifyResult } from './types.js';
 
@@ -35,14 +35,7 @@ export class MockFacilitator implements Facilitator {
         human: `The test-mode facilitator settles only on ${MOCK_CHAIN}, not ${String(proof.chain)}.`,
       };
     }
-    const check = await checkAuthorization({
-      chain: proof.chain,
-      payTo: proof.payTo,
-      amountBaseUnits: proof.amountBaseUnits,
-      auth: proof.authorization,
-      signature: proof.signature,
-      nowSec,
-    });
+    const check = await checkProof(proof, nowSec);
     if (!check.ok) return check;
     const balance = this.balances.get(proof.authorization.from.toLowerCase());
     if (balance !== undefined && balance < BigInt(proof.authorization.value)) {
@@ -52,7 +45,7 @@ export class MockFacilitator implements Facilitator {
         human: `The payer ${proof.authorization.from} holds ${balance} base units of USDC, less than ${proof.authorization.value}.`,
       };
     }
-    return { ok: true, proof: { ...proof, authorization: check.authorization, signature: check.signature } };
+    return check;
   }
 
   /** Verify again (the proof may have aged) and "mine" it: the reference is deterministic. */

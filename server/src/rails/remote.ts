@@ -5,7 +5,7 @@ import { base } from 'viem/chains';
 import type { ReasonCode } from '@svc/contract';
 import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { checkAuthorization } from '../modules/gate/eip712.js';
+import { checkProof } from '../modules/gate/eip712.js';
 import { CHAINS } from '../modules/receiving/validate.js';
 import { authorizationUsed, chainRead, chainTimeSec, hashesOf, settledOutcome } from './evm-reads.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
@@ -132,16 +132,7 @@ export class RemoteFacilitator implements Facilitator {
     if (proof.chain !== this.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.chain}.` };
     }
-    const check = await checkAuthorization({
-      chain: proof.chain,
-      payTo: proof.payTo,
-      amountBaseUnits: proof.amountBaseUnits,
-      auth: proof.authorization,
-      signature: proof.signature,
-      nowSec,
-    });
-    if (!check.ok) return check;
-    return { ok: true, proof: { ...proof, authorization: check.authorization, signature: check.signature } };
+    return checkProof(proof, nowSec);
   }
 
   async verify(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {

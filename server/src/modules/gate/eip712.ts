@@ -164,3 +164,23 @@ export async function checkAuthorization(input: {
     signature: canonical,
   };
 }
+
+/**
+ * The off-chain checks every facilitator runs on a transport-neutral proof; on success the
+ * proof in its canonical form (the one to settle).
+ */
+export async function checkProof(
+  proof: { chain: ChainName; payTo: string; amountBaseUnits: string; authorization: Authorization; signature: Hex },
+  nowSec: number,
+): Promise<{ ok: true; proof: typeof proof } | { ok: false; code: ReasonCode; human: string }> {
+  const check = await checkAuthorization({
+    chain: proof.chain,
+    payTo: proof.payTo,
+    amountBaseUnits: proof.amountBaseUnits,
+    auth: proof.authorization,
+    signature: proof.signature,
+    nowSec,
+  });
+  if (!check.ok) return check;
+  return { ok: true, proof: { ...proof, authorization: check.authorization, signature: check.signature } };
+}

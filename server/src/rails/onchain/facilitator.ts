@@ -13,7 +13,7 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import type { Logger } from '../../lib/logger.js';
-import { checkAuthorization } from '../../modules/gate/eip712.js';
+import { checkProof } from '../../modules/gate/eip712.js';
 import { CHAINS } from '../../modules/receiving/validate.js';
 import {
   USDC_ABI,
@@ -143,16 +143,9 @@ export class OnchainFacilitator implements Facilitator {
     if (proof.chain !== this.cfg.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.cfg.chain}.` };
     }
-    const check = await checkAuthorization({
-      chain: proof.chain,
-      payTo: proof.payTo,
-      amountBaseUnits: proof.amountBaseUnits,
-      auth: proof.authorization,
-      signature: proof.signature,
-      nowSec,
-    });
+    const check = await checkProof(proof, nowSec);
     if (!check.ok) return check;
-    const p: PaymentProof = { ...proof, authorization: check.authorization, signature: check.signature };
+    const p: PaymentProof = check.proof;
     const [used, balance] = await Promise.all([authorizationUsed(this.client, this.token, p), usdcBalance(this.client, this.token, p.authorization.from)]);
     if (used) return { ok: false, ...mapRevert('authorization is used or canceled') };
     if (balance < BigInt(p.authorization.value)) {
