@@ -89,6 +89,8 @@ type Flight = {
 
 type SendResult = 'sent' | 'nonce-low' | 'underpriced' | 'unreachable' | { rejected: string };
 
+/** How long one EIP-1559 fee estimate serves first broadcasts (about a Base block). */
+const FEE_CACHE_MS = 1_000;
 const maxBig = (...xs: bigint[]) => xs.reduce((a, b) => (b > a ? b : a));
 
 /**
@@ -161,9 +163,15 @@ export class OnchainFacilitator implements Facilitator {
 
   async settle(proof: PaymentProof, opts: SettleOptions): Promise<SettleOutcome> {
     const deadline = Date.now() + opts.waitMs;
-    const v = await this.verify(proof, opts.nowSec);
-    if (!v.ok) return { status: 'failed', code: v.code, human: v.human };
-    const p = v.proof;
+    if (proof.chain !== this.cfg.chain) {
+      return { status: 'failed', code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.cfg.chain}.` };
+    }
+    // The off-chain checks again (the proof may have aged; it comes back canonical), but not
+    // verify's chain reads: the gas estimate below is the simulation on chain, and a used nonce,
+    // a short balance or a bad signature reverts it with the same codes.
+    const check = await checkProof(proof, opts.nowSec);
+    if (!check.ok) return { status: 'failed', code: check.code, human: check.human };
+    const p = check.proof;
     const relayer = pickRelayer(this.relayers, this.turn++);
     const data = transferCalldata(p);
     let gas: bigint;
@@ -175,7 +183,7 @@ export class OnchainFacilitator implements Facilitator {
       const m = reason ? mapRevert(reason) : { code: 'CAPTURE_FAILED' as const, human: 'The transfer could not be simulated on chain.' };
       return { status: 'failed', ...m };
     }
-    const fees = await this.freshFees();
+    const fees = await this.cachedFees();
 
     let resolve!: (o: SettleOutcome) => void;
     const outcome = new Promise<SettleOutcome>((r) => (resolve = r));
@@ -282,6 +290,20 @@ export class OnchainFacilitator implements Facilitator {
   }
 
   /** The node's EIP-1559 estimate with headroom, so a few rising blocks do not strand the transaction. */
+  /** First broadcasts within FEE_CACHE_MS share one estimate (replacements always ask the node). */
+  private feeCache: { at: number; fees: Promise<Fees> } | null = null;
+  private cachedFees(): Promise<Fees> {
+    const now = Date.now();
+    if (!this.feeCache || now - this.feeCache.at > FEE_CACHE_MS) {
+      const fees = this.freshFees();
+      this.feeCache = { at: now, fees };
+      fees.catch(() => {
+        if (this.feeCache?.fees === fees) this.feeCache = null;
+      });
+    }
+    return this.feeCache.fees;
+  }
+
   private async freshFees(): Promise<Fees> {
     const est = await chainRead(() => this.client.estimateFeesPerGas({ chain: null, type: 'eip1559' }));
     const tip = est.maxPriorityFeePerGas;
