@@ -22,7 +22,6 @@ import type { ReturnState } from '../settlement/entity.js';
 import { CheckoutSessionEntity, totalOf, type SessionRow } from './entity.js';
 import { findSession, pollCall } from './service.js';
 
-export { orderObject };
 export const HOLD_REVIEW_SECONDS = 24 * 3600;
 /** Approval broadcasts an authorization only if it stays valid this long; else the agent signs a fresh one. */
 export const APPROVAL_MIN_VALIDITY_SECONDS = 60;

@@ -1,4 +1,4 @@
-import { getAddress, recoverTypedDataAddress, type Address, type Hex } from 'viem';
+import { getAddress, hashTypedData, recoverAddress, type Address, type Hex } from 'viem';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES, type ReasonCode } from '@svc/contract';
 import { CHAINS, type ChainName } from '../receiving/validate.js';
 
@@ -83,8 +83,24 @@ export function transferTypedData(chain: ChainName, auth: Authorization, domainN
  * kept behind one function so a native or pooled implementation can replace it).
  */
 export async function recoverAuthorizationSigner(chain: ChainName, auth: Authorization, signature: Hex): Promise<Address> {
-  return recoverTypedDataAddress({ ...transferTypedData(chain, auth), signature });
+  // A settle checks one proof twice (the gate's verify, then the facilitator's settle): the
+  // second check costs a hash (0.1 ms) and a lookup instead of a recovery (1.75 ms).
+  const digest = hashTypedData(transferTypedData(chain, auth));
+  const key = `${digest}${signature.toLowerCase()}`;
+  const known = recoveredSigners.get(key);
+  if (known) return known;
+  const signer = await recoverAddress({ hash: digest, signature });
+  if (recoveredSigners.size >= RECOVERED_SIGNERS_MAX) recoveredSigners.delete(recoveredSigners.keys().next().value!);
+  recoveredSigners.set(key, signer);
+  return signer;
 }
+
+/**
+ * Memo of a pure function (digest + signature -> signer), bounded and oldest-first evicted:
+ * holds no state a caller could observe besides speed, so it is not injected.
+ */
+const recoveredSigners = new Map<string, Address>();
+const RECOVERED_SIGNERS_MAX = 4096;
 
 const fail = (code: ReasonCode, human: string): AuthorizationCheck => ({ ok: false, code, human });
 

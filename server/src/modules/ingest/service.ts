@@ -9,7 +9,7 @@ import { recordEvent } from '../events/service.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
-import { orderObject } from '../checkout/settle.js';
+import { orderObject } from '../settlement/accepted.js';
 import { applyOutcome, readReputation } from '../reputation/service.js';
 
 type Authed = Ctx & { auth: AuthContext };

@@ -196,8 +196,3 @@ function storedOutcome(a: AttemptRow, s: SessionRow): AttemptOutcome {
   }
   return { kind: 'failed', code: (a.failureCode ?? 'CAPTURE_FAILED') as ReasonCode, human: a.failureHuman ?? 'The payment did not settle.', returnState: a.returnState };
 }
-
-/** The attempt of a session that is `settling` (for a repeated settle or the poll). */
-export async function openAttemptOf(em: Em, sessionId: string): Promise<AttemptRow | null> {
-  return em.findOne(SettlementAttemptEntity, { sessionId, status: 'pending' });
-}
