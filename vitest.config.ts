@@ -1,6 +1,10 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // The workspace packages resolve to their TypeScript sources (tsconfig.base.json `paths`),
+  // as they do for tsc and tsx: tests need no build. Their built `dist/` is what the
+  // published tarballs carry (tested in server/test/packages.test.ts).
+  resolve: { tsconfigPaths: true },
   test: {
     include: ['server/test/**/*.test.ts', 'sdk/test/**/*.test.ts', 'contract/test/**/*.test.ts'],
     // `*.pg.test.ts` need a real PostgreSQL server (they stall or share its connections): they

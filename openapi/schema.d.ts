@@ -173,6 +173,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/m/{merchant}/x402/{sku}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Buy one catalog item with any x402 client
+         * @description A paid resource per catalog item (also at the root of the discovery host and the merchant domain). Unpaid: 402 with the requirements. Paid (PAYMENT-SIGNATURE or X-PAYMENT): the same checkout session, acceptance gate and settlement engine as the JSON flow. 200: the order, its receipt and the transaction, with PAYMENT-RESPONSE (v2) or X-PAYMENT-RESPONSE (v1). 202: held for merchant review, or the transfer is not confirmed yet: poll `next`; no PAYMENT-RESPONSE (nothing settled yet; do not pay again). 402: unpaid, or the payment was refused (verification, settlement or the merchant gate): PAYMENT-REQUIRED header (v2) and the v1 body.
+         *
+         *     Auth: public, no API key.
+         */
+        get: operations["buyWithX402"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/readyz": {
         parameters: {
             query?: never;
@@ -193,6 +215,158 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/cli/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a device code as the signed-in member
+         * @description Needs the session cookie (the device page sends it). An unknown or expired user code is 410 DEVICE_CODE_EXPIRED.
+         *
+         *     Auth: the signed-in member's session cookie (svc_session); writes need a same-origin Origin header.
+         */
+        post: operations["approveDeviceSignIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/cli/poll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Poll a device-code sign-in
+         * @description pending until a member approves, then ready with a new test API key exactly once; afterwards, or once expired, 410 DEVICE_CODE_EXPIRED. Polling faster than `interval` is 429 SLOW_DOWN (the interval grows by 5 s).
+         *
+         *     Auth: public, no API key.
+         */
+        post: operations["pollDeviceSignIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/cli/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a device-code sign-in (RFC 8628) for the CLI
+         * @description Auth: public, no API key.
+         */
+        post: operations["startDeviceSignIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/device": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The device verification page (HTML)
+         * @description Signed in: confirm the code. Signed out: enter your email; the mailed link signs you in and approves the code.
+         *
+         *     Auth: public, no API key.
+         */
+        get: operations["deviceVerificationPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/email/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mail a sign-in link (magic link)
+         * @description Answers 200 for any well-formed email, known or not (no account enumeration). Limited to 5 per email and 20 per IP per 15 minutes (429 RATE_LIMITED with Retry-After).
+         *
+         *     Auth: public, no API key.
+         */
+        post: operations["startEmailSignIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End the browser session
+         * @description Revokes the session of the cookie and clears the cookie.
+         *
+         *     Auth: the signed-in member's session cookie (svc_session); writes need a same-origin Origin header.
+         */
+        post: operations["logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a sign-in link
+         * @description Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and answers a short page; a used, expired or unknown link is 410 with a page that says so.
+         *
+         *     Auth: public, no API key.
+         */
+        get: operations["verifySignIn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/catalog": {
         parameters: {
             query?: never;
@@ -202,13 +376,13 @@ export interface paths {
         };
         /**
          * List catalog items, ordered by category then name
-         * @description Auth: API key (Bearer) with scope `products:read`.
+         * @description Auth: API key (Bearer) with scope `products:read`, or a signed-in member's session cookie.
          */
         get: operations["listCatalogItems"];
         put?: never;
         /**
          * Add a catalog item
-         * @description Auth: API key (Bearer) with scope `products:write`. Accepts an Idempotency-Key header.
+         * @description Auth: API key (Bearer) with scope `products:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["createCatalogItem"];
         delete?: never;
@@ -229,14 +403,14 @@ export interface paths {
         post?: never;
         /**
          * Retire a catalog item (sets available=false; the row remains for orders and receipts)
-         * @description Auth: API key (Bearer) with scope `products:write`.
+         * @description Auth: API key (Bearer) with scope `products:write`, or a signed-in member's session cookie.
          */
         delete: operations["deleteCatalogItem"];
         options?: never;
         head?: never;
         /**
          * Update a catalog item; only present fields change
-         * @description Auth: API key (Bearer) with scope `products:write`.
+         * @description Auth: API key (Bearer) with scope `products:write`, or a signed-in member's session cookie.
          */
         patch: operations["updateCatalogItem"];
         trace?: never;
@@ -252,7 +426,7 @@ export interface paths {
          * List events, newest first
          * @description Every event of the key's project and mode, whether or not an endpoint received it.
          *
-         *     Auth: API key (Bearer) with scope `webhooks:read`.
+         *     Auth: API key (Bearer) with scope `webhooks:read`, or a signed-in member's session cookie.
          */
         get: operations["listEvents"];
         put?: never;
@@ -272,7 +446,7 @@ export interface paths {
         };
         /**
          * Retrieve an event with its deliveries and their attempts
-         * @description Auth: API key (Bearer) with scope `webhooks:read`.
+         * @description Auth: API key (Bearer) with scope `webhooks:read`, or a signed-in member's session cookie.
          */
         get: operations["getEvent"];
         put?: never;
@@ -296,7 +470,7 @@ export interface paths {
          * Deliver an event again
          * @description Enqueues a new delivery of the same bytes to every endpoint that currently matches it (not disabled, same mode, enabled_events matches).
          *
-         *     Auth: API key (Bearer) with scope `webhooks:write`. Accepts an Idempotency-Key header.
+         *     Auth: API key (Bearer) with scope `webhooks:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["replayEvent"];
         delete?: never;
@@ -316,7 +490,7 @@ export interface paths {
         put?: never;
         /**
          * Report a reject or hold decision (order.rejected / order.held)
-         * @description Auth: API key (Bearer) with scope `ingest:write`. Accepts an Idempotency-Key header.
+         * @description Auth: API key (Bearer) with scope `ingest:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["ingestDecision"];
         delete?: never;
@@ -338,7 +512,7 @@ export interface paths {
          * Report an accepted, settled order (idempotent on session.id)
          * @description One transaction: order and receipt rows (when anchored), the reputation delta (at most once), order.accepted and order.settled.
          *
-         *     Auth: API key (Bearer) with scope `ingest:write`. Accepts an Idempotency-Key header.
+         *     Auth: API key (Bearer) with scope `ingest:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["ingestOrder"];
         delete?: never;
@@ -358,9 +532,81 @@ export interface paths {
         put?: never;
         /**
          * Upsert a self-hosted checkout session
-         * @description Auth: API key (Bearer) with scope `ingest:write`. Accepts an Idempotency-Key header.
+         * @description Auth: API key (Bearer) with scope `ingest:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["ingestSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API keys, newest first
+         * @description The project's keys in the caller's mode, revoked and expired ones included. Secrets are never listed.
+         *
+         *     Auth: API key (Bearer) with scope `keys:read`, or a signed-in member's session cookie.
+         */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Create an API key (the secret is shown once)
+         * @description A key can mint keys of its own mode with a subset of its own scopes (restricted keys); a test key never mints a live key (403 KEY_MODE_FORBIDDEN).
+         *
+         *     Auth: API key (Bearer) with scope `keys:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key now
+         * @description Idempotent: revoking a revoked key returns it unchanged. A key may revoke itself.
+         *
+         *     Auth: API key (Bearer) with scope `keys:write`, or a signed-in member's session cookie.
+         */
+        delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys/{id}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll an API key: a new secret, the old one valid for a grace period
+         * @description The new key has the same name, mode and scopes. The caller must hold every scope of the key it rolls. A revoked or already rolled key is 409 KEY_NOT_ACTIVE.
+         *
+         *     Auth: API key (Bearer) with scope `keys:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
+         */
+        post: operations["rollKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -375,7 +621,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Resolve the API key: its mode, scopes and project
+         * Resolve the caller: the API key (or the signed-in member), mode and project
          * @description Auth: API key (Bearer); any scope.
          */
         get: operations["getMe"];
@@ -396,7 +642,7 @@ export interface paths {
         };
         /**
          * List merchants, newest first
-         * @description Auth: API key (Bearer) with scope `merchants:read`.
+         * @description Auth: API key (Bearer) with scope `merchants:read`, or a signed-in member's session cookie.
          */
         get: operations["listMerchants"];
         put?: never;
@@ -404,7 +650,7 @@ export interface paths {
          * Create a merchant
          * @description Creates a merchant in the key's mode and mints its Ed25519 receipt key. The first merchant of a project in a mode becomes its default.
          *
-         *     Auth: API key (Bearer) with scope `merchants:write`. Accepts an Idempotency-Key header.
+         *     Auth: API key (Bearer) with scope `merchants:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["createMerchant"];
         delete?: never;
@@ -422,7 +668,7 @@ export interface paths {
         };
         /**
          * Retrieve a merchant
-         * @description Auth: API key (Bearer) with scope `merchants:read`.
+         * @description Auth: API key (Bearer) with scope `merchants:read`, or a signed-in member's session cookie.
          */
         get: operations["getMerchant"];
         put?: never;
@@ -434,7 +680,7 @@ export interface paths {
          * Update a merchant
          * @description Only present fields change. slug, livemode and the receipt key cannot be changed.
          *
-         *     Auth: API key (Bearer) with scope `merchants:write`.
+         *     Auth: API key (Bearer) with scope `merchants:write`, or a signed-in member's session cookie.
          */
         patch: operations["updateMerchant"];
         trace?: never;
@@ -461,6 +707,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/operator/cli": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run an admin CLI command in the running server (operator channel)
+         * @description Not for integrators: the admin CLI uses it on the server's machine. A usage error is 400 VALIDATION_FAILED with the CLI's message.
+         *
+         *     Auth: the local operator token (Bearer) from <SVC_DATA_DIR>/operator.json, from loopback only.
+         */
+        post: operations["runOperatorCommand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/orders": {
         parameters: {
             query?: never;
@@ -470,7 +738,7 @@ export interface paths {
         };
         /**
          * The order feed, newest first
-         * @description Auth: API key (Bearer) with scope `orders:read`.
+         * @description Auth: API key (Bearer) with scope `orders:read`, or a signed-in member's session cookie.
          */
         get: operations["listOrders"];
         put?: never;
@@ -490,14 +758,14 @@ export interface paths {
         };
         /**
          * The active policy version
-         * @description Auth: API key (Bearer) with scope `policy:read`.
+         * @description Auth: API key (Bearer) with scope `policy:read`, or a signed-in member's session cookie.
          */
         get: operations["getPolicy"];
         /**
          * Store a new, inactive policy version
          * @description Versions are immutable; the next version is max(version)+1. It takes effect on publish.
          *
-         *     Auth: API key (Bearer) with scope `policy:write`. Accepts an Idempotency-Key header.
+         *     Auth: API key (Bearer) with scope `policy:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         put: operations["putPolicy"];
         post?: never;
@@ -518,7 +786,7 @@ export interface paths {
         put?: never;
         /**
          * Validate and publish the draft: activates the newest policy version
-         * @description Auth: API key (Bearer) with scope `merchants:write`. Accepts an Idempotency-Key header.
+         * @description Auth: API key (Bearer) with scope `merchants:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["publishConfig"];
         delete?: never;
@@ -536,14 +804,14 @@ export interface paths {
         };
         /**
          * Read the receiving configuration
-         * @description Auth: API key (Bearer) with scope `merchants:read`.
+         * @description Auth: API key (Bearer) with scope `merchants:read`, or a signed-in member's session cookie.
          */
         get: operations["getReceiving"];
         /**
          * Replace the receiving configuration
          * @description Validated with the RECEIVING_* codes; addresses are checksummed and assets upper-cased.
          *
-         *     Auth: API key (Bearer) with scope `merchants:write`. Accepts an Idempotency-Key header.
+         *     Auth: API key (Bearer) with scope `merchants:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         put: operations["putReceiving"];
         post?: never;
@@ -622,7 +890,7 @@ export interface paths {
         };
         /**
          * Read a checkout session (the hosted review of a held session)
-         * @description Auth: API key (Bearer) with scope `orders:read`.
+         * @description Auth: API key (Bearer) with scope `orders:read`, or a signed-in member's session cookie.
          */
         get: operations["getSession"];
         put?: never;
@@ -644,7 +912,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a held session: runs capture and issues the receipt
-         * @description Auth: API key (Bearer) with scope `orders:write`. Accepts an Idempotency-Key header.
+         * @description Auth: API key (Bearer) with scope `orders:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["approveSession"];
         delete?: never;
@@ -664,7 +932,7 @@ export interface paths {
         put?: never;
         /**
          * Decline a held session
-         * @description Auth: API key (Bearer) with scope `orders:write`. Accepts an Idempotency-Key header.
+         * @description Auth: API key (Bearer) with scope `orders:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["declineSession"];
         delete?: never;
@@ -684,7 +952,7 @@ export interface paths {
         put?: never;
         /**
          * Validate the draft configuration (no side effects)
-         * @description Auth: API key (Bearer) with scope `merchants:read`. Accepts an Idempotency-Key header.
+         * @description Auth: API key (Bearer) with scope `merchants:read`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["validateConfig"];
         delete?: never;
@@ -702,7 +970,7 @@ export interface paths {
         };
         /**
          * List webhook endpoints, newest first
-         * @description Auth: API key (Bearer) with scope `webhooks:read`.
+         * @description Auth: API key (Bearer) with scope `webhooks:read`, or a signed-in member's session cookie.
          */
         get: operations["listWebhookEndpoints"];
         put?: never;
@@ -710,7 +978,7 @@ export interface paths {
          * Register a webhook endpoint
          * @description Scoped to the key's project and mode. The response carries the whsec_ signing secret, shown this once. Status starts pending and becomes enabled on the first 2xx.
          *
-         *     Auth: API key (Bearer) with scope `webhooks:write`. Accepts an Idempotency-Key header.
+         *     Auth: API key (Bearer) with scope `webhooks:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -728,14 +996,14 @@ export interface paths {
         };
         /**
          * Retrieve a webhook endpoint
-         * @description Auth: API key (Bearer) with scope `webhooks:read`.
+         * @description Auth: API key (Bearer) with scope `webhooks:read`, or a signed-in member's session cookie.
          */
         get: operations["getWebhookEndpoint"];
         put?: never;
         post?: never;
         /**
          * Delete a webhook endpoint; its pending deliveries are canceled
-         * @description Auth: API key (Bearer) with scope `webhooks:write`.
+         * @description Auth: API key (Bearer) with scope `webhooks:write`, or a signed-in member's session cookie.
          */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
@@ -744,7 +1012,7 @@ export interface paths {
          * Update a webhook endpoint; only present fields change
          * @description disabled: true stops deliveries; disabled: false re-enables (enabled if it ever succeeded, else pending). A new url resets an active endpoint to pending.
          *
-         *     Auth: API key (Bearer) with scope `webhooks:write`.
+         *     Auth: API key (Bearer) with scope `webhooks:write`, or a signed-in member's session cookie.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -762,7 +1030,7 @@ export interface paths {
          * Roll the signing secret
          * @description Returns the new secret once. For 24 h deliveries carry two v1 signatures, one per secret.
          *
-         *     Auth: API key (Bearer) with scope `webhooks:write`. Accepts an Idempotency-Key header.
+         *     Auth: API key (Bearer) with scope `webhooks:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -774,7 +1042,611 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        AgentReputation: {
+            agentId: string;
+            known: boolean;
+            score: number;
+            /** @enum {string} */
+            tier: "risky" | "standard" | "trusted" | "elite";
+        };
+        ApiKey: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            /** @description Set when the key was rolled with a grace period: it stops working then. */
+            expires_at: string | null;
+            /** @description Id with prefix key_ */
+            id: string;
+            /** @description The last four characters of the secret, to recognise it. */
+            last4: string;
+            /** @description Updated at most once a minute. */
+            last_used_at: string | null;
+            /** @enum {string} */
+            mode: "test" | "live";
+            name: string | null;
+            /** @description true when the key lacks at least one scope. */
+            restricted: boolean;
+            /** @description ISO 8601 UTC timestamp */
+            revoked_at: string | null;
+            /** @description The key that replaced this one in a roll. */
+            rolled_to: string | null;
+            /** @description Every scope: a standard key. Fewer: a restricted key. */
+            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
+        };
+        ApiKeyWithSecret: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            /** @description Set when the key was rolled with a grace period: it stops working then. */
+            expires_at: string | null;
+            /** @description Id with prefix key_ */
+            id: string;
+            /** @description The last four characters of the secret, to recognise it. */
+            last4: string;
+            /** @description Updated at most once a minute. */
+            last_used_at: string | null;
+            /** @enum {string} */
+            mode: "test" | "live";
+            name: string | null;
+            /** @description true when the key lacks at least one scope. */
+            restricted: boolean;
+            /** @description ISO 8601 UTC timestamp */
+            revoked_at: string | null;
+            /** @description The key that replaced this one in a roll. */
+            rolled_to: string | null;
+            /** @description Every scope: a standard key. Fewer: a restricted key. */
+            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
+            /** @description svc_test_… or svc_live_…: shown once, in this response only. */
+            secret: string;
+        };
+        CatalogItem: {
+            available: boolean;
+            category?: string;
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            description?: string;
+            /** @description prod_ id */
+            id: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            name: string;
+            price: {
+                amount: string;
+                currency: string;
+            };
+            sku: string;
+            unit?: string;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
+        };
+        CheckoutCreated: {
+            expires_at: number;
+            livemode: boolean;
+            /** @description The literal next call to make. */
+            next: string;
+            payment_required: components["schemas"]["PaymentRequired"];
+            session_id: string;
+            /** @enum {string} */
+            state: "awaiting_payment";
+            total: components["schemas"]["Total"];
+        };
+        CheckoutSession: {
+            agentId: string;
+            createdAt: number;
+            expiresAt: number;
+            id: string;
+            lines: {
+                lineTotal: string;
+                name: string;
+                qty: number;
+                sku: string;
+                unitPrice: string;
+            }[];
+            livemode: boolean;
+            merchantId: string;
+            next?: string;
+            orderId: string | null;
+            /** @description Why the last payment failed to settle (for example CAPTURE_FAILED after a pending settlement did not land); pay again. */
+            paymentError?: {
+                errorHuman: string;
+                reasonCodes: string[];
+            } | null;
+            paymentRequired?: components["schemas"]["PaymentRequired"];
+            /** @enum {string} */
+            railName: "x402" | "card" | "mock";
+            receipt: string | null;
+            settlement: {
+                rail: string;
+                reference: string;
+            } | null;
+            /**
+             * @description settling: the transfer is on its way to the chain (poll again); approved: the merchant approved a held order whose authorization expired, so sign a fresh one and settle (see `next`).
+             * @enum {string}
+             */
+            state: "awaiting_payment" | "settling" | "accepted" | "rejected" | "held" | "approved" | "expired";
+            total: components["schemas"]["Total"];
+            verdict: {
+                /** @enum {string} */
+                decision: "accept" | "reject" | "hold";
+                reasonCodes: string[];
+                /** @description The inputs the verdict was computed from (diagnostic, free-form). */
+                signals: {
+                    [key: string]: unknown;
+                };
+                /** @enum {string} */
+                tier: "premium" | "trusted" | "standard" | "cautious";
+            } | null;
+        };
+        Error: {
+            /** @description One line for humans; never parse it. */
+            error_human: string;
+            /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_SLUG_TAKEN" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
+        };
+        Jwks: {
+            keys: components["schemas"]["PublicJwk"][];
+        };
+        Manifest: {
+            /** @description Relative path of the catalog. */
+            catalog_url: string;
+            /** @description Relative path to POST a checkout session to. */
+            checkout_url: string;
+            /** @description Relative path of the receipt key set. */
+            jwks_url: string;
+            livemode: boolean;
+            mandate: {
+                accepted: ("svc" | "ap2" | "acp" | "none")[];
+                /** @enum {string} */
+                preferred: "svc" | "ap2" | "acp" | "none";
+            };
+            merchant: {
+                domain: string;
+                id: string;
+                name: string;
+            };
+            /** @description With the x402 rail: each available item as a resource any x402 client can buy (relative path; `?qty=` optional). */
+            paid_resources?: {
+                name: string;
+                price: {
+                    amount: string;
+                    currency: string;
+                };
+                sku: string;
+                url: string;
+            }[];
+            pay_to: {
+                card?: {
+                    processor: string;
+                };
+                mock?: {
+                    account: string;
+                };
+                x402?: {
+                    address: string;
+                    asset: string;
+                    chain: string;
+                };
+            };
+            policy_summary: {
+                max_per_transaction_usd: number | null;
+                min_reputation_tier: string | null;
+                require_mandate_over_usd: number | null;
+            };
+            /** @enum {string} */
+            protocol: "svc-checkout/0.1";
+            rails: ("x402" | "card" | "mock")[];
+        };
+        Merchant: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            domain: string;
+            /** @description Id with prefix mrch_ */
+            id: string;
+            /** @description The first merchant of a project in a mode is its default. */
+            is_default: boolean;
+            livemode: boolean;
+            name: string;
+            rails: ("x402" | "card" | "mock")[];
+            receipt_kid: string;
+            receipt_pub_jwk: components["schemas"]["PublicJwk"];
+            receiving: {
+                card?: {
+                    accountId: string;
+                    processor: string;
+                };
+                mock?: {
+                    account: string;
+                };
+                x402?: {
+                    /** @description EIP-55 checksummed address */
+                    address: string;
+                    /** @enum {string} */
+                    asset: "USDC";
+                    /** @enum {string} */
+                    chain: "base" | "base-sepolia";
+                };
+            };
+            slug: string;
+            trusted_svc_jwks_url: string | null;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
+        };
+        Order: {
+            agent_id: string;
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            /** @enum {string} */
+            decision: "accept" | "reject" | "hold";
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            mandate_type: "svc" | "ap2" | "acp" | "none";
+            merchant_id: string;
+            rail_name: string;
+            receipt_id?: string;
+            session_id: string;
+            settlement_ref?: string;
+            total: {
+                currency: string;
+                subtotal: string;
+                tax: string;
+                total: string;
+            } | null;
+            /** @enum {string} */
+            trust_tier: "premium" | "trusted" | "standard" | "cautious";
+        };
+        OrderEventObject: {
+            agent_id: string;
+            /** @description Present when checkout captured buyer details: name and shipping_address {line1, city, postal_code, country}; as reported for ingested orders. */
+            buyer?: {
+                [key: string]: unknown;
+            };
+            id: string;
+            items: {
+                qty: number;
+                sku: string;
+            }[];
+            /** @description Links the order to the buyer's authorization. */
+            mandate_ref: string | null;
+            /** @enum {string} */
+            mandate_type: "svc" | "ap2" | "acp" | "none";
+            merchant_id: string;
+            rail_name: string;
+            receipt_id?: string;
+            session_id: string;
+            settlement_ref?: string;
+            total: {
+                currency: string;
+                subtotal: string;
+                tax: string;
+                total: string;
+            } | null;
+            /** @enum {string} */
+            trust_tier: "premium" | "trusted" | "standard" | "cautious";
+        };
+        PaymentRequired: {
+            /** @description Exact decimal; for x402 the total rounded up to a whole base unit. */
+            amount: string;
+            /** @description Exact integer string of USDC base units (6 decimals). */
+            amountBaseUnits: string | null;
+            /** @enum {string|null} */
+            asset: "USDC" | null;
+            /** @enum {string|null} */
+            chain: "base" | "base-sepolia" | null;
+            chainId: number | null;
+            currency: string;
+            eip712Domain: {
+                name: string;
+                version: string;
+            } | null;
+            payTo: string | null;
+            /** @enum {string} */
+            rail: "x402" | "card" | "mock";
+            /** @enum {string} */
+            scheme: "x402-exact" | "mock" | "card";
+            /** @description Unix seconds; equals expires_at. */
+            validUntil: number;
+            /** @description The USDC token contract (EIP-712 verifyingContract). */
+            verifyingContract: string | null;
+        };
+        PolicyFinding: {
+            code: string;
+            human: string;
+        };
+        PolicyVersion: {
+            /** @enum {boolean} */
+            active: true;
+            /** @description The active MerchantPolicy as it was put (published versions are valid). */
+            body: {
+                allowedRails?: ("x402" | "card" | "mock")[] | null;
+                blockedAgents?: string[] | null;
+                forbiddenIntentKeywords?: string[] | null;
+                /** @enum {string|null} */
+                holdForReviewBelowTier?: "premium" | "trusted" | "standard" | "cautious" | null;
+                maxPerAgentPerDayUsd?: number | null;
+                maxPerTransactionUsd?: number | null;
+                /** @enum {string|null} */
+                minReputationTier?: "risky" | "standard" | "trusted" | "elite" | null;
+                ratePerAgentPerDay?: number | null;
+                ratePerAgentPerHour?: number | null;
+                requireMandateOverUsd?: number | null;
+                requiredIntentMatch?: boolean | null;
+            };
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            hash: string;
+            id: string;
+            note: string | null;
+            version: number;
+        };
+        PublicJwk: {
+            /** @enum {string} */
+            alg?: "EdDSA";
+            /** @enum {string} */
+            crv: "Ed25519";
+            kid: string;
+            /** @enum {string} */
+            kty: "OKP";
+            /** @enum {string} */
+            use?: "sig";
+            x: string;
+        };
+        PublishRefused: {
+            error_human: string;
+            findings: components["schemas"]["PolicyFinding"][];
+            /** @enum {boolean} */
+            ok: false;
+            /** @enum {boolean} */
+            published: false;
+            reason_codes: string[];
+        };
+        /** @description Object keyed by rail; at least one rail. */
+        ReceivingConfig: {
+            card?: {
+                accountId: string;
+                processor: string;
+            };
+            /** @description Test mode only. */
+            mock?: {
+                account: string;
+            };
+            x402?: {
+                /** @description 20-byte 0x-prefixed hex address; returned EIP-55 checksummed. */
+                address: string;
+                /**
+                 * @description Default USDC.
+                 * @enum {string}
+                 */
+                asset?: "USDC" | "usdc";
+                /** @enum {string} */
+                chain: "base" | "base-sepolia";
+            };
+        };
+        SettleAccepted: {
+            fulfillment: {
+                rail: string;
+                reference: string;
+            };
+            order_id: string;
+            /** @description Compact JWS signed with the merchant receipt key. */
+            receipt: string;
+            /** @enum {string} */
+            status: "accepted";
+        };
+        SettleHeld: {
+            error_human: string;
+            next: string;
+            reason_codes: string[];
+            review_url: string;
+            /** @enum {string} */
+            status: "hold";
+        };
+        SettlePaymentInvalid: {
+            error_human: string;
+            reason_codes: string[];
+            /** @enum {string} */
+            status: "payment_invalid";
+        };
+        SettlePending: {
+            error_human: string;
+            /** @description The poll call: the session shows `settling` until the transfer is confirmed or released. */
+            next: string;
+            /** @description ["SETTLEMENT_PENDING"] */
+            reason_codes: string[];
+            /** @enum {string} */
+            status: "settlement_pending";
+        };
+        SettleRejected: {
+            error_human: string;
+            reason_codes: string[];
+            /** @enum {string} */
+            status: "rejected";
+        };
+        Total: {
+            currency: string;
+            subtotal: string;
+            tax: string;
+            total: string;
+        };
+        WebhookEndpoint: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            description: string | null;
+            /**
+             * @description Why the endpoint is disabled; null unless status is disabled.
+             * @enum {string|null}
+             */
+            disabled_reason: "manual" | "failing" | null;
+            enabled_events: string[];
+            /** @description Id with prefix whk_ */
+            id: string;
+            livemode: boolean;
+            /** @description While set, deliveries are also signed with the secret replaced by the last rotation. */
+            previous_secret_expires_at: string | null;
+            /**
+             * @description pending until the first 2xx, then enabled; disabled by PATCH or after 5 days of only failures.
+             * @enum {string}
+             */
+            status: "pending" | "enabled" | "disabled";
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
+            url: string;
+        };
+        WebhookEndpointWithSecret: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            description: string | null;
+            /**
+             * @description Why the endpoint is disabled; null unless status is disabled.
+             * @enum {string|null}
+             */
+            disabled_reason: "manual" | "failing" | null;
+            enabled_events: string[];
+            /** @description Id with prefix whk_ */
+            id: string;
+            livemode: boolean;
+            /** @description While set, deliveries are also signed with the secret replaced by the last rotation. */
+            previous_secret_expires_at: string | null;
+            /** @description Signing secret; shown once. */
+            secret: string;
+            /**
+             * @description pending until the first 2xx, then enabled; disabled by PATCH or after 5 days of only failures.
+             * @enum {string}
+             */
+            status: "pending" | "enabled" | "disabled";
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
+            url: string;
+        };
+        WebhookEvent: {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["OrderEventObject"];
+            };
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "order.accepted" | "order.settled" | "order.rejected" | "order.held";
+        };
+        WebhookEventDetail: {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["OrderEventObject"];
+            };
+            deliveries: {
+                attempt_count: number;
+                attempts: {
+                    attempt_number: number;
+                    /** @description ISO 8601 UTC timestamp */
+                    completed_at: string | null;
+                    /** @description ISO 8601 UTC timestamp */
+                    created_at: string;
+                    duration_ms: number | null;
+                    error: string | null;
+                    /** @description Sent as Svc-Delivery-Id. */
+                    id: string;
+                    response_status: number | null;
+                    /**
+                     * @description lost: the worker stopped before recording a result; the attempt was sent again after its lease expired.
+                     * @enum {string}
+                     */
+                    status: "in_progress" | "succeeded" | "failed" | "lost";
+                }[];
+                /** @description ISO 8601 UTC timestamp */
+                created_at: string;
+                /** @description Id with prefix whk_ */
+                endpoint_id: string;
+                /** @description ISO 8601 UTC timestamp */
+                next_attempt_at: string | null;
+                /** @description true when enqueued by POST /v1/events/{id}/replay. */
+                replay: boolean;
+                /**
+                 * @description failed is permanent (seven failed attempts); canceled: the endpoint was disabled or deleted.
+                 * @enum {string}
+                 */
+                status: "pending" | "succeeded" | "failed" | "canceled";
+            }[];
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "order.accepted" | "order.settled" | "order.rejected" | "order.held";
+        };
+        X402Authorization: {
+            from: string;
+            /** @description 0x-prefixed 32 bytes hex */
+            nonce: string;
+            to: string;
+            validAfter: number | string;
+            validBefore: number | string;
+            /** @description Integer base units, exactly amountBaseUnits. */
+            value: string;
+        };
+        X402Challenge: {
+            accepts: components["schemas"]["X402RequirementsV1"][];
+            /** @description The x402 error reason (for example `invalid_exact_evm_payload_authorization_valid_before`); `payment_required` before any payment. */
+            error: string;
+            error_human: string;
+            reason_codes: string[];
+            /** @description The checkout session the payment was tried on, once one exists. */
+            session_id?: string;
+            /** @enum {string} */
+            status: "payment_required" | "payment_invalid" | "rejected";
+            /** @enum {number} */
+            x402Version: 1;
+        };
+        X402Deferred: {
+            error_human: string;
+            /** @description The poll call for the session. */
+            next: string;
+            reason_codes: string[];
+            review_url?: string;
+            session_id: string;
+            /** @enum {string} */
+            status: "hold" | "settlement_pending";
+        };
+        X402Purchase: {
+            fulfillment: {
+                rail: string;
+                /** @description The transaction hash (PAYMENT-RESPONSE `transaction`). */
+                reference: string;
+            };
+            order_id: string;
+            /** @description Compact JWS signed with the merchant receipt key. */
+            receipt: string;
+            session_id: string;
+            /** @enum {string} */
+            status: "accepted";
+        };
+        X402RequirementsV1: {
+            /** @description The USDC token contract. */
+            asset: string;
+            description: string;
+            /** @description The EIP-712 domain of the token. */
+            extra: {
+                name: string;
+                version: string;
+            };
+            /** @description Integer string of USDC base units (6 decimals). */
+            maxAmountRequired: string;
+            maxTimeoutSeconds: number;
+            mimeType: string;
+            /** @enum {string} */
+            network: "base" | "base-sepolia";
+            payTo: string;
+            /** @description Absolute URL of the resource being paid. */
+            resource: string;
+            /** @enum {string} */
+            scheme: "exact";
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -800,13 +1672,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        agentId: string;
-                        known: boolean;
-                        score: number;
-                        /** @enum {string} */
-                        tier: "risky" | "standard" | "trusted" | "elite";
-                    };
+                    "application/json": components["schemas"]["AgentReputation"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -815,12 +1681,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -829,12 +1690,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -860,6 +1716,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getManifest: {
@@ -879,46 +1744,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Relative path of the catalog. */
-                        catalog_url: string;
-                        /** @description Relative path to POST a checkout session to. */
-                        checkout_url: string;
-                        /** @description Relative path of the receipt key set. */
-                        jwks_url: string;
-                        livemode: boolean;
-                        mandate: {
-                            accepted: ("svc" | "ap2" | "acp" | "none")[];
-                            /** @enum {string} */
-                            preferred: "svc" | "ap2" | "acp" | "none";
-                        };
-                        merchant: {
-                            domain: string;
-                            id: string;
-                            name: string;
-                        };
-                        pay_to: {
-                            card?: {
-                                processor: string;
-                            };
-                            mock?: {
-                                account: string;
-                            };
-                            x402?: {
-                                address: string;
-                                asset: string;
-                                chain: string;
-                            };
-                        };
-                        policy_summary: {
-                            max_per_transaction_usd: number | null;
-                            min_reputation_tier: string | null;
-                            require_mandate_over_usd: number | null;
-                        };
-                        /** @enum {string} */
-                        protocol: "svc-checkout/0.1";
-                        rails: ("x402" | "card" | "mock")[];
-                    };
+                    "application/json": components["schemas"]["Manifest"];
                 };
             };
             /** @description Not Modified */
@@ -934,12 +1760,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -948,12 +1769,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -962,12 +1778,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -976,12 +1787,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -990,12 +1796,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1017,20 +1818,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        keys: {
-                            /** @enum {string} */
-                            alg?: "EdDSA";
-                            /** @enum {string} */
-                            crv: "Ed25519";
-                            kid: string;
-                            /** @enum {string} */
-                            kty: "OKP";
-                            /** @enum {string} */
-                            use?: "sig";
-                            x: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["Jwks"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -1039,12 +1827,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -1053,12 +1836,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -1067,12 +1845,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -1081,12 +1854,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -1095,12 +1863,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1123,27 +1886,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        items: {
-                            available: boolean;
-                            category?: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            created_at: string;
-                            description?: string;
-                            /** @description prod_ id */
-                            id: string;
-                            metadata?: {
-                                [key: string]: unknown;
-                            };
-                            name: string;
-                            price: {
-                                amount: string;
-                                currency: string;
-                            };
-                            sku: string;
-                            unit?: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            updated_at: string;
-                        }[];
+                        items: components["schemas"]["CatalogItem"][];
                     };
                 };
             };
@@ -1153,12 +1896,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -1167,12 +1905,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -1181,12 +1914,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -1195,12 +1923,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -1209,12 +1932,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1312,46 +2030,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        expires_at: number;
-                        livemode: boolean;
-                        /** @description The literal next call to make. */
-                        next: string;
-                        payment_required: {
-                            /** @description Exact decimal; for x402 the total rounded up to a whole base unit. */
-                            amount: string;
-                            /** @description Exact integer string of USDC base units (6 decimals). */
-                            amountBaseUnits: string | null;
-                            /** @enum {string|null} */
-                            asset: "USDC" | null;
-                            /** @enum {string|null} */
-                            chain: "base" | "base-sepolia" | null;
-                            chainId: number | null;
-                            currency: string;
-                            eip712Domain: {
-                                name: string;
-                                version: string;
-                            } | null;
-                            payTo: string | null;
-                            /** @enum {string} */
-                            rail: "x402" | "card" | "mock";
-                            /** @enum {string} */
-                            scheme: "x402-exact" | "mock" | "card";
-                            /** @description Unix seconds; equals expires_at. */
-                            validUntil: number;
-                            /** @description The USDC token contract (EIP-712 verifyingContract). */
-                            verifyingContract: string | null;
-                        };
-                        session_id: string;
-                        /** @enum {string} */
-                        state: "awaiting_payment";
-                        total: {
-                            currency: string;
-                            subtotal: string;
-                            tax: string;
-                            total: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["CheckoutCreated"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -1360,12 +2039,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -1374,12 +2048,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict */
@@ -1388,12 +2057,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -1402,12 +2066,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unprocessable Entity */
@@ -1416,12 +2075,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -1430,12 +2084,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -1444,12 +2093,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -1458,12 +2102,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1486,81 +2125,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        agentId: string;
-                        createdAt: number;
-                        expiresAt: number;
-                        id: string;
-                        lines: {
-                            lineTotal: string;
-                            name: string;
-                            qty: number;
-                            sku: string;
-                            unitPrice: string;
-                        }[];
-                        livemode: boolean;
-                        merchantId: string;
-                        next?: string;
-                        orderId: string | null;
-                        /** @description Why the last payment failed to settle (for example CAPTURE_FAILED after a pending settlement did not land); pay again. */
-                        paymentError?: {
-                            errorHuman: string;
-                            reasonCodes: string[];
-                        } | null;
-                        paymentRequired?: {
-                            /** @description Exact decimal; for x402 the total rounded up to a whole base unit. */
-                            amount: string;
-                            /** @description Exact integer string of USDC base units (6 decimals). */
-                            amountBaseUnits: string | null;
-                            /** @enum {string|null} */
-                            asset: "USDC" | null;
-                            /** @enum {string|null} */
-                            chain: "base" | "base-sepolia" | null;
-                            chainId: number | null;
-                            currency: string;
-                            eip712Domain: {
-                                name: string;
-                                version: string;
-                            } | null;
-                            payTo: string | null;
-                            /** @enum {string} */
-                            rail: "x402" | "card" | "mock";
-                            /** @enum {string} */
-                            scheme: "x402-exact" | "mock" | "card";
-                            /** @description Unix seconds; equals expires_at. */
-                            validUntil: number;
-                            /** @description The USDC token contract (EIP-712 verifyingContract). */
-                            verifyingContract: string | null;
-                        };
-                        /** @enum {string} */
-                        railName: "x402" | "card" | "mock";
-                        receipt: string | null;
-                        settlement: {
-                            rail: string;
-                            reference: string;
-                        } | null;
-                        /**
-                         * @description settling: the transfer is on its way to the chain (poll again); approved: the merchant approved a held order whose authorization expired, so sign a fresh one and settle (see `next`).
-                         * @enum {string}
-                         */
-                        state: "awaiting_payment" | "settling" | "accepted" | "rejected" | "held" | "approved" | "expired";
-                        total: {
-                            currency: string;
-                            subtotal: string;
-                            tax: string;
-                            total: string;
-                        };
-                        verdict: {
-                            /** @enum {string} */
-                            decision: "accept" | "reject" | "hold";
-                            reasonCodes: string[];
-                            signals: {
-                                [key: string]: unknown;
-                            };
-                            /** @enum {string} */
-                            tier: "premium" | "trusted" | "standard" | "cautious";
-                        } | null;
-                    };
+                    "application/json": components["schemas"]["CheckoutSession"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -1569,12 +2134,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -1583,12 +2143,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -1597,12 +2152,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -1611,12 +2161,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -1625,12 +2170,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1638,7 +2178,10 @@ export interface operations {
     settleCheckout: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "payment-signature"?: string;
+                "x-payment"?: string;
+            };
             path: {
                 merchant: string;
                 id: string;
@@ -1646,7 +2189,7 @@ export interface operations {
             cookie?: never;
         };
         /** @description Body */
-        requestBody: {
+        requestBody?: {
             content: {
                 /**
                  * @example {
@@ -1665,25 +2208,47 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    payment: {
-                        authorization: {
-                            from: string;
-                            /** @description 0x-prefixed 32 bytes hex */
-                            nonce: string;
-                            to: string;
-                            validAfter: number;
-                            validBefore: number;
-                            /** @description Integer base units, exactly amountBaseUnits. */
-                            value: string;
-                        };
-                        /** @description x402-exact */
+                    /** @description Omit it (or the whole body) and send PAYMENT-SIGNATURE / X-PAYMENT instead to pay with a stock x402 client. */
+                    payment?: {
+                        authorization: components["schemas"]["X402Authorization"];
+                        /** @description x402-exact (or x402's own name, exact) */
                         scheme: string;
                         /** @description 0x-prefixed hex */
                         signature: string;
                     } | {
                         /** @enum {boolean} */
                         mock: true;
-                    };
+                    } | ({
+                        accepted: {
+                            network: string;
+                            scheme: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        extensions?: {
+                            [key: string]: unknown;
+                        };
+                        payload: {
+                            authorization: components["schemas"]["X402Authorization"];
+                            signature: string;
+                        };
+                        resource?: {
+                            url: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        /** @enum {number} */
+                        x402Version: 2;
+                    } | {
+                        network: string;
+                        payload: {
+                            authorization: components["schemas"]["X402Authorization"];
+                            signature: string;
+                        };
+                        scheme: string;
+                        /** @enum {number} */
+                        x402Version: 1;
+                    });
                 };
             };
         };
@@ -1705,17 +2270,7 @@ export interface operations {
                      *       "status": "accepted"
                      *     }
                      */
-                    "application/json": {
-                        fulfillment: {
-                            rail: string;
-                            reference: string;
-                        };
-                        order_id: string;
-                        /** @description Compact JWS signed with the merchant receipt key. */
-                        receipt: string;
-                        /** @enum {string} */
-                        status: "accepted";
-                    };
+                    "application/json": components["schemas"]["SettleAccepted"];
                 };
             };
             /** @description Held for merchant review, or sent to the chain and not yet confirmed (`settlement_pending`): poll `next`. */
@@ -1724,22 +2279,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        error_human: string;
-                        next: string;
-                        reason_codes: string[];
-                        review_url: string;
-                        /** @enum {string} */
-                        status: "hold";
-                    } | {
-                        error_human: string;
-                        /** @description The poll call: the session shows `settling` until the transfer is confirmed or released. */
-                        next: string;
-                        /** @description ["SETTLEMENT_PENDING"] */
-                        reason_codes: string[];
-                        /** @enum {string} */
-                        status: "settlement_pending";
-                    };
+                    "application/json": components["schemas"]["SettleHeld"] | components["schemas"]["SettlePending"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -1748,15 +2288,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Payment Required */
+            /** @description The payment was refused; with an x402 payment (header or x402 payload) or none at all on an x402 session, the x402 answer: PAYMENT-REQUIRED header and the v1 body. */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -1771,12 +2306,7 @@ export interface operations {
                      *       "status": "payment_invalid"
                      *     }
                      */
-                    "application/json": {
-                        error_human: string;
-                        reason_codes: string[];
-                        /** @enum {string} */
-                        status: "payment_invalid";
-                    };
+                    "application/json": components["schemas"]["SettlePaymentInvalid"] | components["schemas"]["X402Challenge"];
                 };
             };
             /** @description A gate rejection ({status: rejected, ...}) or, for a live key on a test-only rail, the plain error body. */
@@ -1794,17 +2324,7 @@ export interface operations {
                      *       "status": "rejected"
                      *     }
                      */
-                    "application/json": {
-                        error_human: string;
-                        reason_codes: string[];
-                        /** @enum {string} */
-                        status: "rejected";
-                    } | {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["SettleRejected"] | components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -1813,12 +2333,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict */
@@ -1827,12 +2342,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Gone */
@@ -1841,12 +2351,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -1855,12 +2360,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -1869,12 +2369,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -1883,12 +2378,136 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    buyWithX402: {
+        parameters: {
+            query?: {
+                /** @description Quantity, default 1. */
+                qty?: string;
+            };
+            header?: {
+                "payment-signature"?: string;
+                "x-payment"?: string;
+                "x-agent-id"?: string;
+            };
+            path: {
+                merchant: string;
+                sku: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402Purchase"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402Deferred"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payment Required */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402Challenge"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1926,17 +2545,593 @@ export interface operations {
                     };
                 };
             };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Service Unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approveDeviceSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                "application/json": {
+                    user_code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": {
-                        error_human: string;
-                        reason_codes: string[];
+                        /** @enum {boolean} */
+                        ok: true;
                     };
                 };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pollDeviceSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                "application/json": {
+                    device_code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "pending";
+                    } | {
+                        /** @description A test key of the approving member's project; delivered once. */
+                        api_key: {
+                            /** @description ISO 8601 UTC timestamp */
+                            created_at: string;
+                            /** @description Set when the key was rolled with a grace period: it stops working then. */
+                            expires_at: string | null;
+                            /** @description Id with prefix key_ */
+                            id: string;
+                            /** @description The last four characters of the secret, to recognise it. */
+                            last4: string;
+                            /** @description Updated at most once a minute. */
+                            last_used_at: string | null;
+                            /** @enum {string} */
+                            mode: "test" | "live";
+                            name: string | null;
+                            /** @description true when the key lacks at least one scope. */
+                            restricted: boolean;
+                            /** @description ISO 8601 UTC timestamp */
+                            revoked_at: string | null;
+                            /** @description The key that replaced this one in a roll. */
+                            rolled_to: string | null;
+                            /** @description Every scope: a standard key. Fewer: a restricted key. */
+                            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
+                            /** @description svc_test_… or svc_live_…: shown once, in this response only. */
+                            secret: string;
+                        };
+                        /** @enum {string} */
+                        status: "ready";
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startDeviceSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Secret: only the CLI holds it; poll with it. */
+                        device_code: string;
+                        expires_in: number;
+                        /** @description Seconds between polls. */
+                        interval: number;
+                        /** @description Shown to the person, who confirms it on the verification page. */
+                        user_code: string;
+                        verification_url: string;
+                        /** @description verification_url with the user code filled in. */
+                        verification_url_complete: string;
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deviceVerificationPage: {
+        parameters: {
+            query?: {
+                user_code?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startEmailSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description From POST /v1/auth/cli/start: following the mailed link also approves that device. */
+                    device_code?: string;
+                    /** Format: email */
+                    email: string;
+                    /** @description The code shown by the CLI (the device page sends it): following the mailed link also approves that device. */
+                    user_code?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Outside production only: the token of that link. */
+                        dev_token?: string;
+                        /**
+                         * @description Seconds the mailed link stays valid.
+                         * @enum {number}
+                         */
+                        expires_in: 900;
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description Outside production only: the link that was mailed (or logged). */
+                        verify_url?: string;
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    verifySignIn: {
+        parameters: {
+            query?: {
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 303 */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -1981,27 +3176,7 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
-                        items: {
-                            available: boolean;
-                            category?: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            created_at: string;
-                            description?: string;
-                            /** @description prod_ id */
-                            id: string;
-                            metadata?: {
-                                [key: string]: unknown;
-                            };
-                            name: string;
-                            price: {
-                                amount: string;
-                                currency: string;
-                            };
-                            sku: string;
-                            unit?: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            updated_at: string;
-                        }[];
+                        items: components["schemas"]["CatalogItem"][];
                     };
                 };
             };
@@ -2011,12 +3186,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -2025,12 +3195,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -2039,12 +3204,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -2053,12 +3213,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -2067,12 +3222,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -2081,12 +3231,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -2095,12 +3240,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -2109,12 +3249,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2191,27 +3326,7 @@ export interface operations {
                      *       "updated_at": "2026-11-21T10:01:00.000Z"
                      *     }
                      */
-                    "application/json": {
-                        available: boolean;
-                        category?: string;
-                        /** @description ISO 8601 UTC timestamp */
-                        created_at: string;
-                        description?: string;
-                        /** @description prod_ id */
-                        id: string;
-                        metadata?: {
-                            [key: string]: unknown;
-                        };
-                        name: string;
-                        price: {
-                            amount: string;
-                            currency: string;
-                        };
-                        sku: string;
-                        unit?: string;
-                        /** @description ISO 8601 UTC timestamp */
-                        updated_at: string;
-                    };
+                    "application/json": components["schemas"]["CatalogItem"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -2228,12 +3343,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -2242,12 +3352,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -2256,12 +3361,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -2270,12 +3370,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict */
@@ -2284,12 +3379,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -2298,12 +3388,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -2312,12 +3397,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -2326,12 +3406,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -2340,12 +3415,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2377,12 +3447,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -2391,12 +3456,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -2405,12 +3465,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -2419,12 +3474,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -2433,12 +3483,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -2447,12 +3492,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -2461,12 +3501,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -2475,12 +3510,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2524,27 +3554,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        available: boolean;
-                        category?: string;
-                        /** @description ISO 8601 UTC timestamp */
-                        created_at: string;
-                        description?: string;
-                        /** @description prod_ id */
-                        id: string;
-                        metadata?: {
-                            [key: string]: unknown;
-                        };
-                        name: string;
-                        price: {
-                            amount: string;
-                            currency: string;
-                        };
-                        sku: string;
-                        unit?: string;
-                        /** @description ISO 8601 UTC timestamp */
-                        updated_at: string;
-                    };
+                    "application/json": components["schemas"]["CatalogItem"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -2553,12 +3563,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -2567,12 +3572,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -2581,12 +3581,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -2595,12 +3590,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -2609,12 +3599,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -2623,12 +3608,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -2637,12 +3617,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -2651,12 +3626,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2682,22 +3652,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @enum {string} */
-                            api_version: "v1";
-                            /** @description Unix seconds. */
-                            created: number;
-                            data: {
-                                object: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            /** @description Id with prefix evt_ */
-                            id: string;
-                            livemode: boolean;
-                            /** @enum {string} */
-                            type: "order.accepted" | "order.settled" | "order.rejected" | "order.held";
-                        }[];
+                        data: components["schemas"]["WebhookEvent"][];
                         has_more: boolean;
                         next_cursor: string | null;
                     };
@@ -2709,12 +3664,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -2723,12 +3673,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -2737,12 +3682,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -2751,12 +3691,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -2765,12 +3700,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -2779,12 +3709,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -2793,12 +3718,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -2807,12 +3727,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2835,55 +3750,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        api_version: "v1";
-                        /** @description Unix seconds. */
-                        created: number;
-                        data: {
-                            object: {
-                                [key: string]: unknown;
-                            };
-                        };
-                        deliveries: {
-                            attempt_count: number;
-                            attempts: {
-                                attempt_number: number;
-                                /** @description ISO 8601 UTC timestamp */
-                                completed_at: string | null;
-                                /** @description ISO 8601 UTC timestamp */
-                                created_at: string;
-                                duration_ms: number | null;
-                                error: string | null;
-                                /** @description Sent as Svc-Delivery-Id. */
-                                id: string;
-                                response_status: number | null;
-                                /**
-                                 * @description lost: the worker stopped before recording a result; the attempt was sent again after its lease expired.
-                                 * @enum {string}
-                                 */
-                                status: "in_progress" | "succeeded" | "failed" | "lost";
-                            }[];
-                            /** @description ISO 8601 UTC timestamp */
-                            created_at: string;
-                            /** @description Id with prefix whk_ */
-                            endpoint_id: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            next_attempt_at: string | null;
-                            /** @description true when enqueued by POST /v1/events/{id}/replay. */
-                            replay: boolean;
-                            /**
-                             * @description failed is permanent (seven failed attempts); canceled: the endpoint was disabled or deleted.
-                             * @enum {string}
-                             */
-                            status: "pending" | "succeeded" | "failed" | "canceled";
-                        }[];
-                        /** @description Id with prefix evt_ */
-                        id: string;
-                        livemode: boolean;
-                        /** @enum {string} */
-                        type: "order.accepted" | "order.settled" | "order.rejected" | "order.held";
-                    };
+                    "application/json": components["schemas"]["WebhookEventDetail"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -2892,12 +3759,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -2906,12 +3768,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -2920,12 +3777,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -2934,12 +3786,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -2948,12 +3795,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -2962,12 +3804,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -2976,12 +3813,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -2990,12 +3822,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3041,12 +3868,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -3055,12 +3877,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -3069,12 +3886,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -3083,12 +3895,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
@@ -3097,12 +3904,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -3111,12 +3913,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -3125,12 +3922,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -3139,12 +3931,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -3153,12 +3940,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3253,12 +4035,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -3267,12 +4044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -3281,12 +4053,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -3295,12 +4062,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict */
@@ -3309,12 +4071,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -3323,12 +4080,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -3337,12 +4089,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -3351,12 +4098,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -3365,12 +4107,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3473,12 +4210,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -3487,12 +4219,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -3501,12 +4228,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -3515,12 +4237,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict */
@@ -3529,12 +4246,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -3543,12 +4255,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -3557,12 +4264,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -3571,12 +4273,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -3585,12 +4282,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3676,12 +4368,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -3690,12 +4377,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -3704,12 +4386,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -3718,12 +4395,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict */
@@ -3732,12 +4404,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -3746,12 +4413,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -3760,12 +4422,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -3774,12 +4431,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -3788,12 +4440,439 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The previous page's next_cursor. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
+                        data: components["schemas"]["ApiKey"][];
+                        has_more: boolean;
+                        next_cursor: string | null;
                     };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description A key mints keys of its own mode only; a signed-in member mints both.
+                     * @enum {string}
+                     */
+                    mode: "test" | "live";
+                    name?: string | null;
+                    /** @description Default: every scope of the caller. A key can never mint a scope it does not hold (403 INSUFFICIENT_SCOPE). */
+                    scopes?: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyWithSecret"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id with prefix key_; an unknown id of any shape is 404 NOT_FOUND. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rollKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Id with prefix key_; an unknown id of any shape is 404 NOT_FOUND. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the old secret keeps working: default 86400 (24 h), 0 stops it now, at most 7 days. */
+                    grace_period_seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyWithSecret"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3814,6 +4893,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The calling API key; null when signed in with the session cookie. */
                         key: {
                             /** @description ISO 8601 UTC timestamp */
                             created_at: string;
@@ -3823,13 +4903,18 @@ export interface operations {
                             mode: "test" | "live";
                             name: string | null;
                             scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
-                        };
+                        } | null;
                         livemode: boolean;
                         project: {
                             id: string;
                             name: string;
                             organization_id: string;
                         };
+                        /** @description The signed-in member (session cookie); null for an API key. */
+                        user: {
+                            email: string;
+                            id: string;
+                        } | null;
                     };
                 };
             };
@@ -3839,12 +4924,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -3853,12 +4933,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -3867,12 +4942,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -3881,12 +4951,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -3895,12 +4960,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -3909,12 +4969,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -3923,12 +4978,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -3937,12 +4987,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4009,52 +5054,7 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
-                        data: {
-                            /** @description ISO 8601 UTC timestamp */
-                            created_at: string;
-                            domain: string;
-                            /** @description Id with prefix mrch_ */
-                            id: string;
-                            /** @description The first merchant of a project in a mode is its default. */
-                            is_default: boolean;
-                            livemode: boolean;
-                            name: string;
-                            rails: ("x402" | "card" | "mock")[];
-                            receipt_kid: string;
-                            receipt_pub_jwk: {
-                                /** @enum {string} */
-                                alg?: "EdDSA";
-                                /** @enum {string} */
-                                crv: "Ed25519";
-                                kid: string;
-                                /** @enum {string} */
-                                kty: "OKP";
-                                /** @enum {string} */
-                                use?: "sig";
-                                x: string;
-                            };
-                            receiving: {
-                                card?: {
-                                    accountId: string;
-                                    processor: string;
-                                };
-                                mock?: {
-                                    account: string;
-                                };
-                                x402?: {
-                                    /** @description EIP-55 checksummed address */
-                                    address: string;
-                                    /** @enum {string} */
-                                    asset: "USDC";
-                                    /** @enum {string} */
-                                    chain: "base" | "base-sepolia";
-                                };
-                            };
-                            slug: string;
-                            trusted_svc_jwks_url: string | null;
-                            /** @description ISO 8601 UTC timestamp */
-                            updated_at: string;
-                        }[];
+                        data: components["schemas"]["Merchant"][];
                         has_more: boolean;
                         next_cursor: string | null;
                     };
@@ -4066,12 +5066,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -4080,12 +5075,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -4094,12 +5084,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -4108,12 +5093,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -4122,12 +5102,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -4136,12 +5111,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -4150,12 +5120,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -4164,12 +5129,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4208,10 +5168,7 @@ export interface operations {
                     name: string;
                     /** @description Default ["x402","mock"] (["x402"] on live merchants). */
                     rails?: ("x402" | "card" | "mock")[];
-                    /** @description Object keyed by rail: x402 {chain, address, asset?}, card {processor, accountId}, mock {account}. */
-                    receiving: {
-                        [key: string]: unknown;
-                    };
+                    receiving: components["schemas"]["ReceivingConfig"];
                     slug: string;
                     /** Format: uri */
                     trusted_svc_jwks_url?: string | null;
@@ -4263,52 +5220,7 @@ export interface operations {
                      *       "updated_at": "2026-11-21T10:00:00.000Z"
                      *     }
                      */
-                    "application/json": {
-                        /** @description ISO 8601 UTC timestamp */
-                        created_at: string;
-                        domain: string;
-                        /** @description Id with prefix mrch_ */
-                        id: string;
-                        /** @description The first merchant of a project in a mode is its default. */
-                        is_default: boolean;
-                        livemode: boolean;
-                        name: string;
-                        rails: ("x402" | "card" | "mock")[];
-                        receipt_kid: string;
-                        receipt_pub_jwk: {
-                            /** @enum {string} */
-                            alg?: "EdDSA";
-                            /** @enum {string} */
-                            crv: "Ed25519";
-                            kid: string;
-                            /** @enum {string} */
-                            kty: "OKP";
-                            /** @enum {string} */
-                            use?: "sig";
-                            x: string;
-                        };
-                        receiving: {
-                            card?: {
-                                accountId: string;
-                                processor: string;
-                            };
-                            mock?: {
-                                account: string;
-                            };
-                            x402?: {
-                                /** @description EIP-55 checksummed address */
-                                address: string;
-                                /** @enum {string} */
-                                asset: "USDC";
-                                /** @enum {string} */
-                                chain: "base" | "base-sepolia";
-                            };
-                        };
-                        slug: string;
-                        trusted_svc_jwks_url: string | null;
-                        /** @description ISO 8601 UTC timestamp */
-                        updated_at: string;
-                    };
+                    "application/json": components["schemas"]["Merchant"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -4317,12 +5229,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -4331,12 +5238,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -4345,12 +5247,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -4359,12 +5256,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict */
@@ -4381,12 +5273,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -4395,12 +5282,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -4409,12 +5291,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -4423,12 +5300,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -4437,12 +5309,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4465,52 +5332,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description ISO 8601 UTC timestamp */
-                        created_at: string;
-                        domain: string;
-                        /** @description Id with prefix mrch_ */
-                        id: string;
-                        /** @description The first merchant of a project in a mode is its default. */
-                        is_default: boolean;
-                        livemode: boolean;
-                        name: string;
-                        rails: ("x402" | "card" | "mock")[];
-                        receipt_kid: string;
-                        receipt_pub_jwk: {
-                            /** @enum {string} */
-                            alg?: "EdDSA";
-                            /** @enum {string} */
-                            crv: "Ed25519";
-                            kid: string;
-                            /** @enum {string} */
-                            kty: "OKP";
-                            /** @enum {string} */
-                            use?: "sig";
-                            x: string;
-                        };
-                        receiving: {
-                            card?: {
-                                accountId: string;
-                                processor: string;
-                            };
-                            mock?: {
-                                account: string;
-                            };
-                            x402?: {
-                                /** @description EIP-55 checksummed address */
-                                address: string;
-                                /** @enum {string} */
-                                asset: "USDC";
-                                /** @enum {string} */
-                                chain: "base" | "base-sepolia";
-                            };
-                        };
-                        slug: string;
-                        trusted_svc_jwks_url: string | null;
-                        /** @description ISO 8601 UTC timestamp */
-                        updated_at: string;
-                    };
+                    "application/json": components["schemas"]["Merchant"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -4519,12 +5341,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -4533,12 +5350,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -4547,12 +5359,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -4561,12 +5368,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -4575,12 +5377,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -4589,12 +5386,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -4603,12 +5395,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -4617,12 +5404,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4644,10 +5426,7 @@ export interface operations {
                     domain?: string;
                     name?: string;
                     rails?: ("x402" | "card" | "mock")[];
-                    /** @description Object keyed by rail: x402 {chain, address, asset?}, card {processor, accountId}, mock {account}. */
-                    receiving?: {
-                        [key: string]: unknown;
-                    };
+                    receiving?: components["schemas"]["ReceivingConfig"];
                     /** Format: uri */
                     trusted_svc_jwks_url?: string | null;
                 };
@@ -4660,52 +5439,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description ISO 8601 UTC timestamp */
-                        created_at: string;
-                        domain: string;
-                        /** @description Id with prefix mrch_ */
-                        id: string;
-                        /** @description The first merchant of a project in a mode is its default. */
-                        is_default: boolean;
-                        livemode: boolean;
-                        name: string;
-                        rails: ("x402" | "card" | "mock")[];
-                        receipt_kid: string;
-                        receipt_pub_jwk: {
-                            /** @enum {string} */
-                            alg?: "EdDSA";
-                            /** @enum {string} */
-                            crv: "Ed25519";
-                            kid: string;
-                            /** @enum {string} */
-                            kty: "OKP";
-                            /** @enum {string} */
-                            use?: "sig";
-                            x: string;
-                        };
-                        receiving: {
-                            card?: {
-                                accountId: string;
-                                processor: string;
-                            };
-                            mock?: {
-                                account: string;
-                            };
-                            x402?: {
-                                /** @description EIP-55 checksummed address */
-                                address: string;
-                                /** @enum {string} */
-                                asset: "USDC";
-                                /** @enum {string} */
-                                chain: "base" | "base-sepolia";
-                            };
-                        };
-                        slug: string;
-                        trusted_svc_jwks_url: string | null;
-                        /** @description ISO 8601 UTC timestamp */
-                        updated_at: string;
-                    };
+                    "application/json": components["schemas"]["Merchant"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -4714,12 +5448,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -4728,12 +5457,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -4742,12 +5466,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -4756,12 +5475,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -4770,12 +5484,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -4784,12 +5493,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -4798,12 +5502,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -4812,12 +5511,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4840,19 +5534,81 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["Jwks"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    runOperatorCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                "application/json": {
+                    argv: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": {
-                        keys: {
-                            /** @enum {string} */
-                            alg?: "EdDSA";
-                            /** @enum {string} */
-                            crv: "Ed25519";
-                            kid: string;
-                            /** @enum {string} */
-                            kty: "OKP";
-                            /** @enum {string} */
-                            use?: "sig";
-                            x: string;
-                        }[];
+                        /** @description What the command prints on stdout. */
+                        output: string;
                     };
                 };
             };
@@ -4862,12 +5618,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -4876,26 +5645,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
-                };
-            };
-            /** @description Payload Too Large (over 256 KB) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -4904,12 +5654,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -4918,12 +5663,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4978,30 +5718,7 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
-                        data: {
-                            agent_id: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            created_at: string;
-                            /** @enum {string} */
-                            decision: "accept" | "reject" | "hold";
-                            id: string;
-                            livemode: boolean;
-                            /** @enum {string} */
-                            mandate_type: "svc" | "ap2" | "acp" | "none";
-                            merchant_id: string;
-                            rail_name: string;
-                            receipt_id?: string;
-                            session_id: string;
-                            settlement_ref?: string;
-                            total: {
-                                currency: string;
-                                subtotal: string;
-                                tax: string;
-                                total: string;
-                            } | null;
-                            /** @enum {string} */
-                            trust_tier: "premium" | "trusted" | "standard" | "cautious";
-                        }[];
+                        data: components["schemas"]["Order"][];
                         has_more: boolean;
                         next_cursor: string | null;
                     };
@@ -5013,12 +5730,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -5027,12 +5739,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -5041,12 +5748,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -5055,12 +5757,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -5069,12 +5766,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -5083,12 +5775,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -5097,12 +5784,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -5111,12 +5793,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -5139,19 +5816,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        active: true;
-                        body: {
-                            [key: string]: unknown;
-                        };
-                        /** @description ISO 8601 UTC timestamp */
-                        created_at: string;
-                        hash: string;
-                        id: string;
-                        note: string | null;
-                        version: number;
-                    } | {
+                    "application/json": components["schemas"]["PolicyVersion"] | {
                         /** @enum {string|null} */
                         active: null;
                         /** @enum {string|null} */
@@ -5169,12 +5834,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -5183,12 +5843,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -5197,12 +5852,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -5211,12 +5861,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -5225,12 +5870,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -5239,12 +5879,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -5253,12 +5888,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -5267,12 +5897,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -5304,9 +5929,21 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description A MerchantPolicy object; unknown or mistyped fields are reported by validate/publish. */
+                    /** @description A MerchantPolicy object; unknown or mistyped fields are stored and reported by validate/publish (POLICY_FIELD_UNKNOWN, POLICY_FIELD_INVALID). */
                     body: {
-                        [key: string]: unknown;
+                        allowedRails?: ("x402" | "card" | "mock")[] | null;
+                        blockedAgents?: string[] | null;
+                        forbiddenIntentKeywords?: string[] | null;
+                        /** @enum {string|null} */
+                        holdForReviewBelowTier?: "premium" | "trusted" | "standard" | "cautious" | null;
+                        maxPerAgentPerDayUsd?: number | null;
+                        maxPerTransactionUsd?: number | null;
+                        /** @enum {string|null} */
+                        minReputationTier?: "risky" | "standard" | "trusted" | "elite" | null;
+                        ratePerAgentPerDay?: number | null;
+                        ratePerAgentPerHour?: number | null;
+                        requireMandateOverUsd?: number | null;
+                        requiredIntentMatch?: boolean | null;
                     };
                     note?: string;
                 };
@@ -5344,12 +5981,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -5358,12 +5990,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -5372,12 +5999,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -5386,12 +6008,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
@@ -5400,12 +6017,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -5414,12 +6026,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -5428,12 +6035,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -5442,12 +6044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -5456,12 +6053,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -5511,12 +6103,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -5525,12 +6112,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -5539,12 +6121,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -5553,12 +6130,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
@@ -5567,12 +6139,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -5581,12 +6148,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unprocessable Entity */
@@ -5611,18 +6173,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        error_human: string;
-                        findings: {
-                            code: string;
-                            human: string;
-                        }[];
-                        /** @enum {boolean} */
-                        ok: false;
-                        /** @enum {boolean} */
-                        published: false;
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["PublishRefused"];
                 };
             };
             /** @description Too Many Requests */
@@ -5631,12 +6182,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -5645,12 +6191,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -5659,12 +6200,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -5715,12 +6251,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -5729,12 +6260,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -5743,12 +6269,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -5757,12 +6278,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -5771,12 +6287,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -5785,12 +6296,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -5799,12 +6305,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -5813,12 +6314,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -5851,10 +6347,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description Object keyed by rail: x402 {chain, address, asset?}, card {processor, accountId}, mock {account}. */
-                    receiving: {
-                        [key: string]: unknown;
-                    };
+                    receiving: components["schemas"]["ReceivingConfig"];
                 };
             };
         };
@@ -5905,12 +6398,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -5919,12 +6407,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -5933,12 +6416,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -5947,12 +6425,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
@@ -5961,12 +6434,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -5975,12 +6443,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -5989,12 +6452,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -6003,12 +6461,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -6017,12 +6470,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -6052,13 +6500,7 @@ export interface operations {
                      *       "tier": "standard"
                      *     }
                      */
-                    "application/json": {
-                        agentId: string;
-                        known: boolean;
-                        score: number;
-                        /** @enum {string} */
-                        tier: "risky" | "standard" | "trusted" | "elite";
-                    };
+                    "application/json": components["schemas"]["AgentReputation"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -6067,12 +6509,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -6081,12 +6518,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -6123,12 +6555,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -6137,12 +6564,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -6164,13 +6586,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        agentId: string;
-                        known: boolean;
-                        score: number;
-                        /** @enum {string} */
-                        tier: "risky" | "standard" | "trusted" | "elite";
-                    };
+                    "application/json": components["schemas"]["AgentReputation"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -6179,12 +6595,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -6193,12 +6604,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -6221,81 +6627,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        agentId: string;
-                        createdAt: number;
-                        expiresAt: number;
-                        id: string;
-                        lines: {
-                            lineTotal: string;
-                            name: string;
-                            qty: number;
-                            sku: string;
-                            unitPrice: string;
-                        }[];
-                        livemode: boolean;
-                        merchantId: string;
-                        next?: string;
-                        orderId: string | null;
-                        /** @description Why the last payment failed to settle (for example CAPTURE_FAILED after a pending settlement did not land); pay again. */
-                        paymentError?: {
-                            errorHuman: string;
-                            reasonCodes: string[];
-                        } | null;
-                        paymentRequired?: {
-                            /** @description Exact decimal; for x402 the total rounded up to a whole base unit. */
-                            amount: string;
-                            /** @description Exact integer string of USDC base units (6 decimals). */
-                            amountBaseUnits: string | null;
-                            /** @enum {string|null} */
-                            asset: "USDC" | null;
-                            /** @enum {string|null} */
-                            chain: "base" | "base-sepolia" | null;
-                            chainId: number | null;
-                            currency: string;
-                            eip712Domain: {
-                                name: string;
-                                version: string;
-                            } | null;
-                            payTo: string | null;
-                            /** @enum {string} */
-                            rail: "x402" | "card" | "mock";
-                            /** @enum {string} */
-                            scheme: "x402-exact" | "mock" | "card";
-                            /** @description Unix seconds; equals expires_at. */
-                            validUntil: number;
-                            /** @description The USDC token contract (EIP-712 verifyingContract). */
-                            verifyingContract: string | null;
-                        };
-                        /** @enum {string} */
-                        railName: "x402" | "card" | "mock";
-                        receipt: string | null;
-                        settlement: {
-                            rail: string;
-                            reference: string;
-                        } | null;
-                        /**
-                         * @description settling: the transfer is on its way to the chain (poll again); approved: the merchant approved a held order whose authorization expired, so sign a fresh one and settle (see `next`).
-                         * @enum {string}
-                         */
-                        state: "awaiting_payment" | "settling" | "accepted" | "rejected" | "held" | "approved" | "expired";
-                        total: {
-                            currency: string;
-                            subtotal: string;
-                            tax: string;
-                            total: string;
-                        };
-                        verdict: {
-                            /** @enum {string} */
-                            decision: "accept" | "reject" | "hold";
-                            reasonCodes: string[];
-                            signals: {
-                                [key: string]: unknown;
-                            };
-                            /** @enum {string} */
-                            tier: "premium" | "trusted" | "standard" | "cautious";
-                        } | null;
-                    };
+                    "application/json": components["schemas"]["CheckoutSession"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -6304,12 +6636,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -6318,12 +6645,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -6332,12 +6654,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -6346,12 +6663,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -6360,12 +6672,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -6374,12 +6681,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -6388,12 +6690,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -6402,12 +6699,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -6435,17 +6727,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        fulfillment: {
-                            rail: string;
-                            reference: string;
-                        };
-                        order_id: string;
-                        /** @description Compact JWS signed with the merchant receipt key. */
-                        receipt: string;
-                        /** @enum {string} */
-                        status: "accepted";
-                    };
+                    "application/json": components["schemas"]["SettleAccepted"];
                 };
             };
             /** @description settlement_pending: the transfer is sent, the order follows when it confirms; awaiting_reauthorization: the held authorization expired, the agent is asked to sign a fresh one (the gate does not hold it again). */
@@ -6472,12 +6754,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -6486,12 +6763,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payment Required */
@@ -6500,12 +6772,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -6514,12 +6781,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -6528,12 +6790,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict */
@@ -6542,12 +6799,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -6556,12 +6808,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -6570,12 +6817,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -6584,12 +6826,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -6598,12 +6835,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -6645,12 +6877,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -6659,12 +6886,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -6673,12 +6895,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -6687,12 +6904,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict */
@@ -6701,12 +6913,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -6715,12 +6922,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -6729,12 +6931,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -6743,12 +6940,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -6757,12 +6949,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -6802,10 +6989,7 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
-                        findings: {
-                            code: string;
-                            human: string;
-                        }[];
+                        findings: components["schemas"]["PolicyFinding"][];
                         ok: boolean;
                     };
                 };
@@ -6816,12 +7000,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -6830,12 +7009,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -6844,12 +7018,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -6858,12 +7027,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
@@ -6872,12 +7036,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -6886,12 +7045,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -6900,12 +7054,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -6914,12 +7063,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -6928,12 +7072,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -6958,30 +7097,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @description ISO 8601 UTC timestamp */
-                            created_at: string;
-                            description: string | null;
-                            /**
-                             * @description Why the endpoint is disabled; null unless status is disabled.
-                             * @enum {string|null}
-                             */
-                            disabled_reason: "manual" | "failing" | null;
-                            enabled_events: string[];
-                            /** @description Id with prefix whk_ */
-                            id: string;
-                            livemode: boolean;
-                            /** @description While set, deliveries are also signed with the secret replaced by the last rotation. */
-                            previous_secret_expires_at: string | null;
-                            /**
-                             * @description pending until the first 2xx, then enabled; disabled by PATCH or after 5 days of only failures.
-                             * @enum {string}
-                             */
-                            status: "pending" | "enabled" | "disabled";
-                            /** @description ISO 8601 UTC timestamp */
-                            updated_at: string;
-                            url: string;
-                        }[];
+                        data: components["schemas"]["WebhookEndpoint"][];
                         has_more: boolean;
                         next_cursor: string | null;
                     };
@@ -6993,12 +7109,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -7007,12 +7118,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -7021,12 +7127,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -7035,12 +7136,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -7049,12 +7145,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -7063,12 +7154,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -7077,12 +7163,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -7091,12 +7172,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -7140,32 +7216,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description ISO 8601 UTC timestamp */
-                        created_at: string;
-                        description: string | null;
-                        /**
-                         * @description Why the endpoint is disabled; null unless status is disabled.
-                         * @enum {string|null}
-                         */
-                        disabled_reason: "manual" | "failing" | null;
-                        enabled_events: string[];
-                        /** @description Id with prefix whk_ */
-                        id: string;
-                        livemode: boolean;
-                        /** @description While set, deliveries are also signed with the secret replaced by the last rotation. */
-                        previous_secret_expires_at: string | null;
-                        /** @description Signing secret; shown once. */
-                        secret: string;
-                        /**
-                         * @description pending until the first 2xx, then enabled; disabled by PATCH or after 5 days of only failures.
-                         * @enum {string}
-                         */
-                        status: "pending" | "enabled" | "disabled";
-                        /** @description ISO 8601 UTC timestamp */
-                        updated_at: string;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -7174,12 +7225,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -7188,12 +7234,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -7202,12 +7243,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -7216,12 +7252,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
@@ -7230,12 +7261,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -7244,12 +7270,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unprocessable Entity */
@@ -7258,12 +7279,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -7272,12 +7288,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -7286,12 +7297,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -7300,12 +7306,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -7328,30 +7329,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description ISO 8601 UTC timestamp */
-                        created_at: string;
-                        description: string | null;
-                        /**
-                         * @description Why the endpoint is disabled; null unless status is disabled.
-                         * @enum {string|null}
-                         */
-                        disabled_reason: "manual" | "failing" | null;
-                        enabled_events: string[];
-                        /** @description Id with prefix whk_ */
-                        id: string;
-                        livemode: boolean;
-                        /** @description While set, deliveries are also signed with the secret replaced by the last rotation. */
-                        previous_secret_expires_at: string | null;
-                        /**
-                         * @description pending until the first 2xx, then enabled; disabled by PATCH or after 5 days of only failures.
-                         * @enum {string}
-                         */
-                        status: "pending" | "enabled" | "disabled";
-                        /** @description ISO 8601 UTC timestamp */
-                        updated_at: string;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -7360,12 +7338,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -7374,12 +7347,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -7388,12 +7356,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -7402,12 +7365,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -7416,12 +7374,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -7430,12 +7383,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -7444,12 +7392,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -7458,12 +7401,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -7493,12 +7431,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -7507,12 +7440,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -7521,12 +7449,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -7535,12 +7458,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -7549,12 +7467,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -7563,12 +7476,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -7577,12 +7485,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -7591,12 +7494,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -7632,30 +7530,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description ISO 8601 UTC timestamp */
-                        created_at: string;
-                        description: string | null;
-                        /**
-                         * @description Why the endpoint is disabled; null unless status is disabled.
-                         * @enum {string|null}
-                         */
-                        disabled_reason: "manual" | "failing" | null;
-                        enabled_events: string[];
-                        /** @description Id with prefix whk_ */
-                        id: string;
-                        livemode: boolean;
-                        /** @description While set, deliveries are also signed with the secret replaced by the last rotation. */
-                        previous_secret_expires_at: string | null;
-                        /**
-                         * @description pending until the first 2xx, then enabled; disabled by PATCH or after 5 days of only failures.
-                         * @enum {string}
-                         */
-                        status: "pending" | "enabled" | "disabled";
-                        /** @description ISO 8601 UTC timestamp */
-                        updated_at: string;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -7664,12 +7539,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -7678,12 +7548,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -7692,12 +7557,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -7706,12 +7566,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -7720,12 +7575,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -7734,12 +7584,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -7748,12 +7593,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -7762,12 +7602,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -7795,32 +7630,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description ISO 8601 UTC timestamp */
-                        created_at: string;
-                        description: string | null;
-                        /**
-                         * @description Why the endpoint is disabled; null unless status is disabled.
-                         * @enum {string|null}
-                         */
-                        disabled_reason: "manual" | "failing" | null;
-                        enabled_events: string[];
-                        /** @description Id with prefix whk_ */
-                        id: string;
-                        livemode: boolean;
-                        /** @description While set, deliveries are also signed with the secret replaced by the last rotation. */
-                        previous_secret_expires_at: string | null;
-                        /** @description Signing secret; shown once. */
-                        secret: string;
-                        /**
-                         * @description pending until the first 2xx, then enabled; disabled by PATCH or after 5 days of only failures.
-                         * @enum {string}
-                         */
-                        status: "pending" | "enabled" | "disabled";
-                        /** @description ISO 8601 UTC timestamp */
-                        updated_at: string;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -7829,12 +7639,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthenticated: missing, unknown or revoked API key */
@@ -7843,12 +7648,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Forbidden: missing scope or wrong mode */
@@ -7857,12 +7657,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not Found (also cross-mode access) */
@@ -7871,12 +7666,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
@@ -7885,12 +7675,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Payload Too Large (over 256 KB) */
@@ -7899,12 +7684,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too Many Requests */
@@ -7913,12 +7693,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal Server Error */
@@ -7927,12 +7702,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Service Unavailable */
@@ -7941,12 +7711,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description One line for humans; never parse it. */
-                        error_human: string;
-                        /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-                        reason_codes: string[];
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -9,7 +9,9 @@ import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isAppRoute, type AppRoute, type AppRouter } from '@ts-rest/core';
 import { generateOpenApi } from '@ts-rest/open-api';
-import { c, contract, ErrorBody, type RouteMeta } from '@svc/contract';
+import * as schemas from '@svc/contract';
+import { c, contract, documentedAs, ErrorBody, REASON_CODES, type RouteMeta } from '@svc/contract';
+import type { z } from 'zod';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type JsonObject = { [k: string]: Json };
@@ -34,7 +36,7 @@ function isRouteMeta(m: unknown): m is RouteMeta {
   if (typeof m !== 'object' || m === null) return false;
   const r = m as Record<string, unknown>;
   return (
-    (r.auth === 'key' || r.auth === 'public') &&
+    (r.auth === 'key' || r.auth === 'public' || r.auth === 'session' || r.auth === 'operator') &&
     Array.isArray(r.scopes) &&
     typeof r.tag === 'string' &&
     r.tag.length > 0 &&
@@ -117,9 +119,11 @@ const IDEMPOTENT_REPLAYED_HEADER: JsonObject = {
 
 function authText(meta: RouteMeta): string {
   if (meta.auth === 'public') return 'Auth: public, no API key.';
+  if (meta.auth === 'operator') return 'Auth: the local operator token (Bearer) from <SVC_DATA_DIR>/operator.json, from loopback only.';
+  if (meta.auth === 'session') return 'Auth: the signed-in member\'s session cookie (svc_session); writes need a same-origin Origin header.';
   if (meta.scopes.length === 0) return 'Auth: API key (Bearer); any scope.';
   const list = meta.scopes.map((s) => `\`${s}\``).join(', ');
-  return `Auth: API key (Bearer) with scope${meta.scopes.length > 1 ? 's' : ''} ${list}.`;
+  return `Auth: API key (Bearer) with scope${meta.scopes.length > 1 ? 's' : ''} ${list}, or a signed-in member's session cookie.`;
 }
 
 /** The ErrorBody schema exactly as the generator renders it, for responses this script adds. */
@@ -129,6 +133,33 @@ function errorBodySchema(): Json {
     { info: { title: 'probe', version: '0' } },
   ) as unknown as { paths: Record<string, { get: { responses: Record<string, { content: Record<string, { schema: Json }> }> } }> };
   return probe.paths['/probe']!.get.responses['400']!.content['application/json']!.schema;
+}
+
+/** A Zod schema as the generator renders it. */
+function schemaOf(schema: z.ZodTypeAny): Json {
+  const probe = generateOpenApi(c.router({ probe: { method: 'GET', path: '/probe', responses: { 200: schema } } }), { info: { title: 'probe', version: '0' } }) as unknown as {
+    paths: Record<string, { get: { responses: Record<string, { content: Record<string, { schema: Json }> }> } }>;
+  };
+  return probe.paths['/probe']!.get.responses['200']!.content['application/json']!.schema;
+}
+
+/**
+ * Documents every `serviceValidated` field of the routes' request bodies as its typed schema:
+ * the generator reads `metaOpenApi` (@anatine/zod-openapi's extension point) over what the
+ * wire schema would render. The wire schema still validates at runtime.
+ */
+function documentServiceValidated(routes: ContractRoute[]) {
+  const seen = new Set<unknown>();
+  const visit = (schema: unknown) => {
+    if (typeof schema !== 'object' || schema === null || seen.has(schema) || !('_def' in schema)) return;
+    seen.add(schema);
+    const typed = documentedAs(schema);
+    if (typed) Object.assign(schema, { metaOpenApi: schemaOf(typed) });
+    const def = (schema as { _def: Record<string, unknown> })._def;
+    const shape = typeof def.shape === 'function' ? (def.shape as () => Record<string, unknown>)() : undefined;
+    for (const child of [def.innerType, def.schema, def.type, ...(shape ? Object.values(shape) : []), ...(Array.isArray(def.options) ? def.options : [])]) visit(child);
+  };
+  for (const r of routes) visit((r.route as { body?: unknown }).body);
 }
 
 /** Recursively rebuilds objects with keys in code-unit order and drops undefined values; arrays keep their order. */
@@ -155,13 +186,14 @@ function packageVersion(): string {
 export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
   const routes = contractRoutes(router);
   const tags = [...new Set(routes.map((r) => r.meta.tag))].sort();
+  documentServiceValidated(routes);
   const doc = generateOpenApi(
     router,
     {
       info: {
         title: 'svc-checkout',
         version: packageVersion(),
-        license: { name: 'Proprietary' },
+        license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' },
         description:
           'Hosted checkout for AI agents. Merchants configure a catalog, a receiving destination and a versioned ' +
           'acceptance policy through the management API (/v1, Bearer API key). Agents discover a merchant, open a ' +
@@ -169,7 +201,7 @@ export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
           'mode: svc_test_ keys act on test merchants (mock facilitator, base-sepolia), svc_live_ keys on live ' +
           'merchants (base). Every error body is {reason_codes, error_human}.',
       },
-      servers: [{ url: 'http://localhost:3000', description: 'Local server started with `npm start` (PORT defaults to 3000)' }],
+      servers: [{ url: '/', description: 'The server this document is served from (GET /openapi.json); `npm start` listens on http://localhost:3000' }],
       components: {
         securitySchemes: {
           bearerAuth: {
@@ -177,6 +209,19 @@ export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
             scheme: 'bearer',
             bearerFormat: 'svc_test_... or svc_live_... API key',
             description: 'An API key in Authorization: Bearer <API_KEY>. The key\'s prefix sets the mode (test or live).',
+          },
+          operatorToken: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'svc_op_... token from <SVC_DATA_DIR>/operator.json',
+            description: 'The running server\'s local operator token (mode-0600 file in its data directory); accepted from loopback only.',
+          },
+          sessionCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'svc_session',
+            description:
+              'A signed-in member (POST /v1/auth/email/start, then the mailed link). Every scope; the Svc-Mode header (test, the default, or live) and Svc-Project header select mode and project. Cookie writes need a same-origin Origin header (403 CSRF_REJECTED).',
           },
         },
       },
@@ -196,8 +241,12 @@ export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
     const base = typeof r.route.description === 'string' && r.route.description ? `${r.route.description}\n\n` : '';
     op.description = base + authText(meta) + (takesIdempotencyKey(r) ? ' Accepts an Idempotency-Key header.' : '');
     if (meta.auth === 'key') {
-      op.security = [{ bearerAuth: [] }];
+      op.security = [{ bearerAuth: [] }, { sessionCookie: [] }];
       op['x-scopes'] = [...meta.scopes];
+    } else if (meta.auth === 'session') {
+      op.security = [{ sessionCookie: [] }];
+    } else if (meta.auth === 'operator') {
+      op.security = [{ operatorToken: [] }];
     } else {
       op.security = [];
     }
@@ -231,7 +280,137 @@ export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
   }
   dropUntypedNullable(doc);
   nullableEnumsAdmitNull(doc);
+  nameComponentSchemas(doc);
+  doc['x-webhooks'] = webhookOperations();
   return doc;
+}
+
+/**
+ * What svc-checkout POSTs to a merchant's webhook endpoints (docs/webhooks.md), one entry per
+ * event type: OpenAPI 3.0 has no `webhooks` object, so this is `x-webhooks` (Redoc renders it).
+ */
+function webhookOperations(): JsonObject {
+  const header = (name: string, description: string, pattern: string): JsonObject => ({
+    name,
+    in: 'header',
+    required: true,
+    description,
+    schema: { type: 'string', pattern },
+  });
+  const out: JsonObject = {};
+  for (const type of schemas.WebhookEventType.options) {
+    out[type] = {
+      post: {
+        operationId: `webhook_${type.replace('.', '_')}`,
+        tags: ['Webhooks'],
+        summary: `The ${type} event, POSTed to every enabled endpoint subscribed to it`,
+        description:
+          'Verify Svc-Signature over the raw body before parsing (HMAC-SHA256 with the endpoint\'s whsec_ secret; the SDK\'s verifyWebhook), deduplicate on Svc-Event-Id, answer 2xx within 10 s. Retried 7 times over about 3 days on anything else.',
+        parameters: [
+          header('Svc-Signature', 't=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">; a second v1 during a secret rotation.', '^t=\\d+(,v1=[0-9a-f]{64})+$'),
+          header('Svc-Event-Id', 'The event id (evt_...): deduplicate on it.', '^evt_[0-9a-z]{26}$'),
+          header('Svc-Delivery-Id', 'This attempt (wha_...), new on every attempt.', '^wha_[0-9a-z]{26}$'),
+        ],
+        // Authenticated by the signature, not by an API key of ours.
+        security: [],
+        requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookEvent' } } } },
+        responses: { '200': { description: 'Any 2xx acknowledges the delivery.' }, '400': { description: 'Anything else (or no answer in 10 s) is retried.' } },
+      },
+    };
+  }
+  return out;
+}
+
+/**
+ * The resources integrators name, as reusable components: every subtree of the document equal
+ * to one of these schemas becomes a `$ref`, so generated clients get one type per resource
+ * (largest first, so a resource inside another is referenced there too).
+ */
+const NAMED_SCHEMAS: Record<string, z.ZodTypeAny> = {
+  Error: ErrorBody,
+  Merchant: schemas.Merchant,
+  ReceivingConfig: schemas.ReceivingConfig,
+  PublicJwk: schemas.PublicJwk,
+  Jwks: schemas.Jwks,
+  CatalogItem: schemas.CatalogItem,
+  MerchantPolicy: schemas.MerchantPolicy,
+  PolicyVersion: schemas.ActivePolicy,
+  PolicyFinding: schemas.Finding,
+  PublishRefused: schemas.PublishConflict,
+  Order: schemas.Order,
+  OrderEventObject: schemas.OrderEventObject,
+  Manifest: schemas.Manifest,
+  Total: schemas.Total,
+  PaymentRequired: schemas.PaymentRequired,
+  CheckoutCreated: schemas.CheckoutCreated,
+  Verdict: schemas.VerdictView,
+  CheckoutSession: schemas.SessionView,
+  X402Authorization: schemas.X402Authorization,
+  SettleAccepted: schemas.SettleAccepted,
+  SettleHeld: schemas.SettleHeld,
+  SettlePending: schemas.SettlePending,
+  SettlePaymentInvalid: schemas.SettlePaymentInvalid,
+  SettleRejected: schemas.SettleRejected,
+  X402Challenge: schemas.X402Challenge,
+  X402RequirementsV1: schemas.X402RequirementsV1,
+  X402Purchase: schemas.X402Purchase,
+  X402Deferred: schemas.X402Deferred,
+  AgentReputation: schemas.AgentReputation,
+  WebhookEndpoint: schemas.WebhookEndpoint,
+  WebhookEndpointWithSecret: schemas.WebhookEndpointWithSecret,
+  WebhookEvent: schemas.WebhookEvent,
+  WebhookEventDetail: schemas.WebhookEventDetail,
+  ApiKey: schemas.ApiKeyObject,
+  ApiKeyWithSecret: schemas.ApiKeyWithSecret,
+};
+
+function normalized(schema: z.ZodTypeAny): Json {
+  const json = schemaOf(schema);
+  dropUntypedNullable(json);
+  nullableEnumsAdmitNull(json);
+  return json;
+}
+
+function nameComponentSchemas(doc: JsonObject): void {
+  const entries = Object.entries(NAMED_SCHEMAS).map(([name, schema]) => ({ name, json: normalized(schema) }));
+  // Largest first: the walk stops at a match, and components are then walked for smaller ones.
+  entries.sort((a, b) => JSON.stringify(b.json).length - JSON.stringify(a.json).length);
+  const byText = new Map<string, string>();
+  for (const e of entries) if (!byText.has(JSON.stringify(sortKeys(e.json)))) byText.set(JSON.stringify(sortKeys(e.json)), e.name);
+  const ref = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` });
+  const replaceIn = (node: Json, skipRoot: boolean): Json => {
+    if (Array.isArray(node)) return node.map((n) => replaceIn(n, false));
+    if (!node || typeof node !== 'object') return node;
+    if (!skipRoot) {
+      const name = byText.get(JSON.stringify(sortKeys(node)));
+      if (name) return ref(name);
+    }
+    const out: JsonObject = {};
+    for (const [k, v] of Object.entries(node)) out[k] = k === 'example' || k === 'examples' ? v : replaceIn(v, false);
+    return out;
+  };
+  doc.paths = replaceIn(doc.paths as Json, true);
+  const components = (doc.components ??= {}) as JsonObject;
+  const named: JsonObject = {};
+  for (const e of entries) named[e.name] = replaceIn(e.json, true);
+  // The error body once, its codes an enum of the registry's.
+  const error = named.Error as JsonObject;
+  const codes = ((error.properties as JsonObject).reason_codes as JsonObject).items as JsonObject;
+  codes.enum = Object.keys(REASON_CODES).sort();
+  // Only what the document references (directly or through another component).
+  const used = new Set<string>();
+  const collect = (node: Json): void => {
+    if (Array.isArray(node)) return node.forEach(collect);
+    if (!node || typeof node !== 'object') return;
+    const target = typeof node.$ref === 'string' ? node.$ref.replace('#/components/schemas/', '') : null;
+    if (target && !used.has(target)) {
+      used.add(target);
+      collect(named[target] as Json);
+    }
+    for (const v of Object.values(node)) collect(v);
+  };
+  collect(doc.paths as Json);
+  components.schemas = Object.fromEntries(Object.entries(named).filter(([name]) => used.has(name)));
 }
 
 function applyExamples(op: JsonObject, example: (typeof OPENAPI_EXAMPLES)[string] | undefined) {

@@ -167,4 +167,7 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   Receiving: 'Where settled funds land, per rail.',
   Reputation: 'Public agent and merchant reputation; never 404, never blocks.',
   Webhooks: 'Signed webhook endpoints and the events delivered to them.',
+  Keys: 'API keys: list, mint (restricted keys too), roll with a grace period, revoke.',
+  'Sign-in': 'Merchant sign-in: magic link, browser session, and the command line\'s device-code flow.',
+  Operator: 'The admin CLI\'s local channel into a running server (loopback, token file); not for integrators.',
 };

@@ -2,8 +2,10 @@ import { z } from 'zod';
 import { c, meta, publicErrors } from './common.js';
 import { ErrorBody } from './errors.js';
 import { CatalogItem } from './catalog.js';
+import { ChainName } from './chains.js';
 import { Jwks, RailName } from './merchants.js';
 import { TrustTier } from './policy.js';
+import { X402Challenge, X402RequestHeaders } from './x402.js';
 
 /** The merchant reference in `/m/<ref>/...`: an `mrch_` id or a slug. */
 const MerchantRef = z.object({ merchant: z.string().min(1).max(100) });
@@ -11,6 +13,10 @@ const SessionRef = MerchantRef.extend({ id: z.string().min(1).max(100) });
 
 export const MandateType = z.enum(['svc', 'ap2', 'acp', 'none']);
 export type MandateType = z.infer<typeof MandateType>;
+
+/** The gate's decision on a checkout, as orders, verdicts and ingest reports carry it. */
+export const Decision = z.enum(['accept', 'reject', 'hold']);
+export type Decision = z.infer<typeof Decision>;
 
 export const Manifest = z.object({
   protocol: z.literal('svc-checkout/0.1'),
@@ -31,6 +37,10 @@ export const Manifest = z.object({
     max_per_transaction_usd: z.number().nullable(),
     min_reputation_tier: z.string().nullable(),
   }),
+  paid_resources: z
+    .array(z.object({ sku: z.string(), name: z.string(), url: z.string(), price: z.object({ amount: z.string(), currency: z.string() }) }))
+    .optional()
+    .describe('With the x402 rail: each available item as a resource any x402 client can buy (relative path; `?qty=` optional).'),
 });
 export type Manifest = z.infer<typeof Manifest>;
 
@@ -56,6 +66,7 @@ export const MandateInput = z
     raw: z.unknown().optional(),
   })
   .strict();
+export type MandateInput = z.infer<typeof MandateInput>;
 
 export const CreateCheckoutBody = z
   .object({
@@ -84,7 +95,7 @@ export const PaymentRequired = z.object({
   amount: z.string().describe('Exact decimal; for x402 the total rounded up to a whole base unit.'),
   currency: z.string(),
   amountBaseUnits: z.string().nullable().describe('Exact integer string of USDC base units (6 decimals).'),
-  chain: z.enum(['base', 'base-sepolia']).nullable(),
+  chain: ChainName.nullable(),
   chainId: z.number().int().nullable(),
   asset: z.literal('USDC').nullable(),
   verifyingContract: z.string().nullable().describe('The USDC token contract (EIP-712 verifyingContract).'),
@@ -109,12 +120,15 @@ export const SessionState = z
   .describe(
     'settling: the transfer is on its way to the chain (poll again); approved: the merchant approved a held order whose authorization expired, so sign a fresh one and settle (see `next`).',
   );
+export type SessionState = z.infer<typeof SessionState>;
+/** The gate's verdict on a session: what the session stores and shows. */
 export const VerdictView = z.object({
-  decision: z.enum(['accept', 'reject', 'hold']),
+  decision: Decision,
   tier: TrustTier,
   reasonCodes: z.array(z.string()),
-  signals: z.record(z.string(), z.unknown()),
+  signals: z.record(z.string(), z.unknown()).describe('The inputs the verdict was computed from (diagnostic, free-form).'),
 });
+export type VerdictView = z.infer<typeof VerdictView>;
 
 export const SessionView = z.object({
   id: z.string(),
@@ -141,29 +155,54 @@ export const SessionView = z.object({
 });
 export type SessionView = z.infer<typeof SessionView>;
 
+/** Unix seconds as a JSON integer, or as the decimal string @x402/evm sends. */
+const UnixSeconds = z.union([z.number().int().nonnegative(), z.string().regex(/^\d{1,15}$/, 'must be integer unix seconds')]);
+
 export const X402Authorization = z
   .object({
     from: z.string(),
     to: z.string(),
     value: z.string().describe('Integer base units, exactly amountBaseUnits.'),
-    validAfter: z.number().int().nonnegative(),
-    validBefore: z.number().int().nonnegative(),
+    validAfter: UnixSeconds,
+    validBefore: UnixSeconds,
     nonce: z.string().describe('0x-prefixed 32 bytes hex'),
   })
   .strict();
+export type X402Authorization = z.infer<typeof X402Authorization>;
+
+/** The exact-scheme payload as @x402/evm signs it: `{authorization, signature}`. */
+const X402ExactPayload = z.object({ authorization: X402Authorization, signature: z.string() }).strict();
+
+/** An x402 PaymentPayload as a stock client builds it: v2 (`accepted`) or v1 (`scheme`, `network`). */
+export const X402PaymentPayload = z.union([
+  z
+    .object({
+      x402Version: z.literal(2),
+      accepted: z.object({ scheme: z.string(), network: z.string() }).passthrough(),
+      payload: X402ExactPayload,
+      resource: z.object({ url: z.string() }).passthrough().optional(),
+      extensions: z.record(z.string(), z.unknown()).optional(),
+    })
+    .strict(),
+  z.object({ x402Version: z.literal(1), scheme: z.string(), network: z.string(), payload: X402ExactPayload }).strict(),
+]);
 
 export const SettleBody = z
   .object({
-    payment: z.union([
-      z
-        .object({
-          scheme: z.string().describe('x402-exact'),
-          authorization: X402Authorization,
-          signature: z.string().describe('0x-prefixed hex'),
-        })
-        .strict(),
-      z.object({ mock: z.literal(true) }).strict(),
-    ]),
+    payment: z
+      .union([
+        z
+          .object({
+            scheme: z.string().describe('x402-exact (or x402\'s own name, exact)'),
+            authorization: X402Authorization,
+            signature: z.string().describe('0x-prefixed hex'),
+          })
+          .strict(),
+        z.object({ mock: z.literal(true) }).strict(),
+        X402PaymentPayload,
+      ])
+      .optional()
+      .describe('Omit it (or the whole body) and send PAYMENT-SIGNATURE / X-PAYMENT instead to pay with a stock x402 client.'),
   })
   .strict();
 export type SettleBody = z.infer<typeof SettleBody>;
@@ -174,6 +213,7 @@ export const SettleAccepted = z.object({
   receipt: z.string().describe('Compact JWS signed with the merchant receipt key.'),
   fulfillment: z.object({ rail: z.string(), reference: z.string() }),
 });
+export type SettleAccepted = z.infer<typeof SettleAccepted>;
 export const SettleHeld = z.object({
   status: z.literal('hold'),
   review_url: z.string(),
@@ -181,22 +221,29 @@ export const SettleHeld = z.object({
   error_human: z.string(),
   next: z.string(),
 });
+export type SettleHeld = z.infer<typeof SettleHeld>;
 export const SettlePending = z.object({
   status: z.literal('settlement_pending'),
   reason_codes: z.array(z.string()).describe('["SETTLEMENT_PENDING"]'),
   error_human: z.string(),
   next: z.string().describe('The poll call: the session shows `settling` until the transfer is confirmed or released.'),
 });
-export const SettlePaymentInvalid = z.object({
-  status: z.literal('payment_invalid'),
-  reason_codes: z.array(z.string()),
-  error_human: z.string(),
-});
+export type SettlePending = z.infer<typeof SettlePending>;
+// Strict: exactly these keys, so it is told apart from the x402 402 body (X402Challenge) beside it.
+export const SettlePaymentInvalid = z
+  .object({
+    status: z.literal('payment_invalid'),
+    reason_codes: z.array(z.string()),
+    error_human: z.string(),
+  })
+  .strict();
+export type SettlePaymentInvalid = z.infer<typeof SettlePaymentInvalid>;
 export const SettleRejected = z.object({
   status: z.literal('rejected'),
   reason_codes: z.array(z.string()),
   error_human: z.string(),
 });
+export type SettleRejected = z.infer<typeof SettleRejected>;
 
 const agentMeta = (operationId: string) => meta({ auth: 'public', scopes: [], tag: 'Agent', operationId });
 
@@ -248,13 +295,16 @@ export const agentContract = c.router({
     method: 'POST',
     path: '/m/:merchant/agent/checkout/:id/settle',
     pathParams: SessionRef,
-    body: SettleBody,
+    headers: X402RequestHeaders,
+    body: SettleBody.optional(),
     responses: {
       200: SettleAccepted,
       202: z
         .union([SettleHeld, SettlePending])
         .describe('Held for merchant review, or sent to the chain and not yet confirmed (`settlement_pending`): poll `next`.'),
-      402: SettlePaymentInvalid,
+      402: z
+        .union([SettlePaymentInvalid, X402Challenge])
+        .describe('The payment was refused; with an x402 payment (header or x402 payload) or none at all on an x402 session, the x402 answer: PAYMENT-REQUIRED header and the v1 body.'),
       403: z.union([SettleRejected, ErrorBody]).describe('A gate rejection ({status: rejected, ...}) or, for a live key on a test-only rail, the plain error body.'),
       ...publicErrors,
       409: ErrorBody,

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * The token registry shared by the server and the SDKs: chains x402 settles on, their USDC
  * contract (the EIP-712 verifyingContract) and domain (interface 4.12, decisions.md).
@@ -7,6 +9,8 @@ export const CHAINS = {
   'base-sepolia': { chainId: 84532, usdc: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', domainName: 'USDC', domainVersion: '2', livemode: false },
 } as const;
 export type ChainName = keyof typeof CHAINS;
+/** A chain of the registry, as a schema. */
+export const ChainName = z.enum(Object.keys(CHAINS) as [ChainName, ...ChainName[]]);
 
 /** EIP-3009 TransferWithAuthorization, the typed data an agent signs and the gate verifies. */
 export const TRANSFER_WITH_AUTHORIZATION_TYPES = {

@@ -2,7 +2,8 @@ import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { ErrorBody } from './errors.js';
 
-export const c = initContract();
+/** Annotated so the emitted .d.ts can name its type (TS4023 otherwise). */
+export const c: ReturnType<typeof initContract> = initContract();
 
 export const SCOPES = [
   'merchants:read',
@@ -21,13 +22,20 @@ export const SCOPES = [
 ] as const;
 export const Scope = z.enum(SCOPES);
 export type Scope = z.infer<typeof Scope>;
+/** A stored or typed scope name that this version knows. */
+export const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s);
+
+/** A key's mode, and with it the mode of everything it touches. */
+export const Mode = z.enum(['test', 'live']);
+export type Mode = z.infer<typeof Mode>;
 
 /**
  * Route metadata read by the server's auth middleware and by the OpenAPI generator.
- * `auth: 'key'` routes need a Bearer key carrying every scope in `scopes`.
+ * `auth: 'key'` routes need a Bearer key carrying every scope in `scopes`, or a signed-in
+ * member's session cookie; `auth: 'session'` routes need the session cookie; `auth: 'operator'` the local operator token.
  */
 export type RouteMeta = {
-  auth: 'key' | 'public';
+  auth: 'key' | 'public' | 'session' | 'operator';
   scopes: readonly Scope[];
   tag: string;
   operationId: string;
@@ -91,3 +99,23 @@ export const MerchantIdQuery = z
 
 /** Exact decimal string for money: never a JSON number. */
 export const DecimalString = z.string().regex(/^\d{1,12}(\.\d{1,8})?$/, 'must be a decimal string like "12.50"');
+
+/** The key under which a `serviceValidated` wire schema carries the schema it is typed and documented as. */
+export const SERVICE_VALIDATED = Symbol.for('svc.serviceValidated');
+
+/**
+ * A request field the route lets through as `wire` so the service validates it and answers its
+ * own reason codes (RECEIVING_*, POLICY_*) instead of a generic VALIDATION_FAILED, while clients
+ * compile against `typed`: ts-rest infers a client's request from a schema's input type and the
+ * server's from its output type, so the SDK gets `z.input<typed>` field by field and the handler
+ * gets the unvalidated `z.output<wire>` it must hand to the validator. The OpenAPI document
+ * describes `typed` (scripts/emit-openapi.ts, via `documentedAs`). docs/decisions.md explains why.
+ */
+export function serviceValidated<T extends z.ZodTypeAny, W extends z.ZodTypeAny>(typed: T, wire: W): z.ZodType<z.output<W>, z.ZodTypeDef, z.input<T>> {
+  return Object.assign(wire, { [SERVICE_VALIDATED]: typed }) as unknown as z.ZodType<z.output<W>, z.ZodTypeDef, z.input<T>>;
+}
+
+/** The schema a `serviceValidated` wire schema is typed and documented as; undefined for any other schema. */
+export function documentedAs(schema: unknown): z.ZodTypeAny | undefined {
+  return typeof schema === 'object' && schema !== null ? (schema as { [SERVICE_VALIDATED]?: z.ZodTypeAny })[SERVICE_VALIDATED] : undefined;
+}

@@ -9,6 +9,10 @@ import { ordersContract, sessionsContract } from './orders.js';
 import { reputationContract } from './reputation.js';
 import { ingestContract } from './ingest.js';
 import { webhooksContract } from './webhooks.js';
+import { keysContract } from './keys.js';
+import { authContract } from './auth.js';
+import { operatorContract } from './operator.js';
+import { x402Contract } from './x402.js';
 
 export const contract = c.router({
   health: healthContract,
@@ -23,6 +27,10 @@ export const contract = c.router({
   reputation: reputationContract,
   ingest: ingestContract,
   webhooks: webhooksContract,
+  keys: keysContract,
+  auth: authContract,
+  operator: operatorContract,
+  x402: x402Contract,
 });
 export type Contract = typeof contract;
 
@@ -40,3 +48,7 @@ export * from './ingest.js';
 export * from './chains.js';
 export * from './receipts.js';
 export * from './webhooks.js';
+export * from './keys.js';
+export * from './auth.js';
+export * from './operator.js';
+export * from './x402.js';

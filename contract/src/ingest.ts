@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { c, keyErrors, meta } from './common.js';
 import { ErrorBody } from './errors.js';
+import { Decision, MandateType } from './agent.js';
 import { ReputationTier } from './policy.js';
 
 /**
@@ -16,7 +17,7 @@ export const IngestSession = z
     state: z.string().max(50).optional(),
     verdict: z
       .object({
-        decision: z.enum(['accept', 'reject', 'hold']),
+        decision: Decision,
         tier: z.string().optional(),
         reasonCodes: z.array(z.string()).optional(),
       })
@@ -28,7 +29,7 @@ export const IngestSession = z
       .optional(),
     lines: z.array(z.object({ sku: z.string(), qty: z.number().int() }).passthrough()).optional(),
     railName: z.string().max(50).optional(),
-    mandate: z.object({ type: z.enum(['svc', 'ap2', 'acp', 'none']), ref: z.string().optional() }).passthrough().nullable().optional(),
+    mandate: z.object({ type: MandateType, ref: z.string().optional() }).passthrough().nullable().optional(),
     buyer: z.record(z.string(), z.unknown()).nullable().optional(),
   })
   .passthrough();
@@ -83,7 +84,7 @@ export const ingestContract = c.router({
     responses: {
       200: z.object({
         ok: z.literal(true),
-        decision: z.enum(['accept', 'reject', 'hold']),
+        decision: Decision,
         event_ids: z.array(z.string()),
         reputation: RepSummary,
         replayed: z.literal(true).optional(),

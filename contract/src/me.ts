@@ -1,15 +1,23 @@
 import { z } from 'zod';
-import { c, IsoTimestamp, keyErrors, meta, Scope } from './common.js';
+import { c, IsoTimestamp, keyErrors, meta, Mode, Scope } from './common.js';
+import { ErrorBody } from './errors.js';
 
 export const Me = z.object({
-  key: z.object({
-    id: z.string(),
-    name: z.string().nullable(),
-    mode: z.enum(['test', 'live']),
-    scopes: z.array(Scope),
-    last4: z.string(),
-    created_at: IsoTimestamp,
-  }),
+  key: z
+    .object({
+      id: z.string(),
+      name: z.string().nullable(),
+      mode: Mode,
+      scopes: z.array(Scope),
+      last4: z.string(),
+      created_at: IsoTimestamp,
+    })
+    .nullable()
+    .describe('The calling API key; null when signed in with the session cookie.'),
+  user: z
+    .object({ id: z.string(), email: z.string() })
+    .nullable()
+    .describe('The signed-in member (session cookie); null for an API key.'),
   project: z.object({ id: z.string(), name: z.string(), organization_id: z.string() }),
   livemode: z.boolean(),
 });
@@ -19,7 +27,7 @@ export const meContract = c.router({
     method: 'GET',
     path: '/v1/me',
     responses: { 200: Me, ...keyErrors },
-    summary: 'Resolve the API key: its mode, scopes and project',
+    summary: 'Resolve the caller: the API key (or the signed-in member), mode and project',
     metadata: meta({ auth: 'key', scopes: [], tag: 'Identity', operationId: 'getMe' }),
   },
 });
@@ -29,7 +37,7 @@ export const healthContract = c.router({
   healthz: {
     method: 'GET',
     path: '/healthz',
-    responses: { 200: HealthOk },
+    responses: { 200: HealthOk, 400: ErrorBody },
     summary: 'Liveness; never touches the database',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Health', operationId: 'healthz' }),
   },
@@ -48,7 +56,8 @@ export const healthContract = c.router({
           })
           .describe('Live settlement readiness. It does not make the service unready: test mode and the API still work.'),
       }),
-      503: z.object({ reason_codes: z.array(z.string()), error_human: z.string() }),
+      400: ErrorBody,
+      503: ErrorBody,
     },
     summary: 'Readiness: pings the database, reports live settlement (RPC, relayer gas)',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Health', operationId: 'readyz' }),

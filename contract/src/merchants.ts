@@ -1,20 +1,40 @@
 import { z } from 'zod';
-import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId, publicErrors } from './common.js';
+import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId, publicErrors, serviceValidated } from './common.js';
+import { ChainName } from './chains.js';
 import { ErrorBody } from './errors.js';
 
 export const RailName = z.enum(['x402', 'card', 'mock']);
 export type RailName = z.infer<typeof RailName>;
 
 /**
- * Receiving as sent: kept loose on purpose so the server can answer the precise
- * RECEIVING_* code of section 7.3 instead of a generic VALIDATION_FAILED.
+ * Receiving as a merchant sends it (interface 2.3), field by field: the type the SDKs compile
+ * against. `asset` defaults to USDC; the server upper-cases it.
  */
-export const ReceivingInput = z
-  .record(z.string(), z.unknown())
-  .describe('Object keyed by rail: x402 {chain, address, asset?}, card {processor, accountId}, mock {account}.');
+export const ReceivingConfig = z
+  .object({
+    x402: z
+      .object({
+        chain: ChainName,
+        address: z.string().describe('20-byte 0x-prefixed hex address; returned EIP-55 checksummed.'),
+        asset: z.enum(['USDC', 'usdc']).optional().describe('Default USDC.'),
+      })
+      .strict()
+      .optional(),
+    card: z.object({ processor: z.string(), accountId: z.string() }).strict().optional(),
+    mock: z.object({ account: z.string() }).strict().optional().describe('Test mode only.'),
+  })
+  .strict()
+  .describe('Object keyed by rail; at least one rail.');
+export type ReceivingConfig = z.infer<typeof ReceivingConfig>;
+
+/**
+ * Receiving on the wire: any object reaches the server's validator, which answers the precise
+ * RECEIVING_* code of section 7.3 instead of a generic VALIDATION_FAILED (serviceValidated).
+ */
+export const ReceivingInput = serviceValidated(ReceivingConfig, z.record(z.string(), z.unknown()));
 
 export const X402Receiving = z.object({
-  chain: z.enum(['base', 'base-sepolia']),
+  chain: ChainName,
   address: z.string().describe('EIP-55 checksummed address'),
   asset: z.literal('USDC'),
 });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId } from './common.js';
 import { ErrorBody } from './errors.js';
-import { SessionView, SettleAccepted, Total } from './agent.js';
+import { Decision, MandateType, SessionView, SettleAccepted, Total } from './agent.js';
 import { TrustTier } from './policy.js';
 
 export const Order = z.object({
@@ -9,17 +9,43 @@ export const Order = z.object({
   session_id: z.string(),
   merchant_id: z.string(),
   agent_id: z.string(),
-  decision: z.enum(['accept', 'reject', 'hold']),
+  decision: Decision,
   total: Total.nullable(),
   rail_name: z.string(),
   settlement_ref: z.string().optional(),
   receipt_id: z.string().optional(),
-  mandate_type: z.enum(['svc', 'ap2', 'acp', 'none']),
+  mandate_type: MandateType,
   trust_tier: TrustTier,
   livemode: z.boolean(),
   created_at: IsoTimestamp,
 });
 export type Order = z.infer<typeof Order>;
+
+/**
+ * The order object of an event's `data.object` (interface section 6): the order without its
+ * decision, mode and time (the envelope says them), plus what fulfillment needs. `order.rejected`
+ * and `order.held` carry it without `settlement_ref` and `receipt_id`.
+ */
+export const OrderEventObject = Order.pick({
+  id: true,
+  session_id: true,
+  merchant_id: true,
+  agent_id: true,
+  total: true,
+  rail_name: true,
+  settlement_ref: true,
+  receipt_id: true,
+  mandate_type: true,
+  trust_tier: true,
+}).extend({
+  items: z.array(z.object({ sku: z.string(), qty: z.number().int() })),
+  mandate_ref: z.string().nullable().describe('Links the order to the buyer\'s authorization.'),
+  buyer: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('Present when checkout captured buyer details: name and shipping_address {line1, city, postal_code, country}; as reported for ingested orders.'),
+});
+export type OrderEventObject = z.infer<typeof OrderEventObject>;
 
 const SessionParams = z.object({ id: idRef('sess') });
 

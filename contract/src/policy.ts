@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { c, IsoTimestamp, keyErrors, meta, MerchantIdQuery } from './common.js';
+import { c, IsoTimestamp, keyErrors, meta, MerchantIdQuery, serviceValidated } from './common.js';
 import { ErrorBody } from './errors.js';
 import { RailName } from './merchants.js';
 
@@ -32,18 +32,11 @@ export const MerchantPolicy = z
   .strict();
 export type MerchantPolicy = z.infer<typeof MerchantPolicy>;
 
-export type ResolvedPolicy = {
-  requireMandateOverUsd: number | null;
-  minReputationTier: ReputationTier | null;
-  maxPerTransactionUsd: number | null;
-  maxPerAgentPerDayUsd: number | null;
-  ratePerAgentPerHour: number | null;
-  ratePerAgentPerDay: number | null;
+/** Every MerchantPolicy field present: `null` still means no limit, except for the lists and the flag, which default to empty and false. */
+export type ResolvedPolicy = Omit<{ [K in keyof MerchantPolicy]-?: Exclude<MerchantPolicy[K], undefined> }, 'blockedAgents' | 'forbiddenIntentKeywords' | 'requiredIntentMatch'> & {
   blockedAgents: string[];
-  allowedRails: RailName[] | null;
   forbiddenIntentKeywords: string[];
   requiredIntentMatch: boolean;
-  holdForReviewBelowTier: TrustTier | null;
 };
 
 export const POLICY_DEFAULTS: ResolvedPolicy = {
@@ -117,7 +110,7 @@ export type Finding = z.infer<typeof Finding>;
 export const ActivePolicy = z.object({
   id: z.string(),
   version: z.number().int(),
-  body: z.record(z.string(), z.unknown()),
+  body: MerchantPolicy.describe('The active MerchantPolicy as it was put (published versions are valid).'),
   hash: z.string(),
   active: z.literal(true),
   note: z.string().nullable(),
@@ -132,7 +125,7 @@ export const NoActivePolicy = z.object({
 
 export const PutPolicyBody = z
   .object({
-    body: z.record(z.string(), z.unknown()).describe('A MerchantPolicy object; unknown or mistyped fields are reported by validate/publish.'),
+    body: serviceValidated(MerchantPolicy, z.record(z.string(), z.unknown()).describe('A MerchantPolicy object; unknown or mistyped fields are stored and reported by validate/publish (POLICY_FIELD_UNKNOWN, POLICY_FIELD_INVALID).')),
     note: z.string().max(1000).optional(),
   })
   .strict();

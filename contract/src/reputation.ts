@@ -4,6 +4,7 @@ import { ErrorBody } from './errors.js';
 import { ReputationTier } from './policy.js';
 
 export const AgentReputation = z.object({ agentId: z.string(), score: z.number().int(), tier: ReputationTier, known: z.boolean() });
+export type AgentReputation = z.infer<typeof AgentReputation>;
 export const MerchantReputation = z.object({ merchantId: z.string(), score: z.number().int(), tier: ReputationTier, known: z.boolean() });
 
 const repMeta = (operationId: string) => meta({ auth: 'public', scopes: [], tag: 'Reputation', operationId });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId } from './common.js';
 import { ErrorBody } from './errors.js';
+import { OrderEventObject } from './orders.js';
 
 /** Event types of section 6; `*` in `enabled_events` subscribes to all of them. */
 export const EVENT_TYPES = ['order.accepted', 'order.settled', 'order.rejected', 'order.held'] as const;
@@ -19,6 +20,7 @@ export const EnabledEvents = z
 const WebhookUrl = z.string().trim().min(1).max(2048).describe('https URL (test mode also allows http to a loopback address).');
 
 export const WebhookEndpointStatus = z.enum(['pending', 'enabled', 'disabled']);
+export type WebhookEndpointStatus = z.infer<typeof WebhookEndpointStatus>;
 
 export const WebhookEndpoint = z.object({
   id: prefixedId('whk'),
@@ -68,7 +70,7 @@ export const WebhookEvent = z.object({
   created: z.number().int().describe('Unix seconds.'),
   livemode: z.boolean(),
   api_version: z.literal('v1'),
-  data: z.object({ object: z.record(z.string(), z.unknown()) }),
+  data: z.object({ object: OrderEventObject }),
 });
 export type WebhookEvent = z.infer<typeof WebhookEvent>;
 

@@ -30,20 +30,20 @@ export type CartItem = RouteBody<A['createCheckout']>['items'][number];
 export type CheckoutOptions = Omit<RouteBody<A['createCheckout']>, 'agent_id' | 'items'>;
 export type CheckoutSession = SuccessBody<A['createCheckout']>;
 export type SessionView = SuccessBody<A['getCheckout']>;
-export type SettleRequest = RouteBody<A['settle']>;
+export type SettleRequest = NonNullable<RouteBody<A['settle']>>;
 
 /** Settle accepted: the order, the signed receipt and the settlement reference (the tx hash for x402). */
 export type AcceptedOutcome = ClientInferResponseBody<A['settle'], 200> & { session_id: string };
 /** Settle refused the proof of payment; the session stays open and can be paid again. */
-export type PaymentInvalidOutcome = ClientInferResponseBody<A['settle'], 402> & { session_id: string };
+export type PaymentInvalidOutcome = Extract<ClientInferResponseBody<A['settle'], 402>, { status: 'payment_invalid' }> & { session_id: string };
 /** The gate rejected the order (policy, mandate, reputation), or the merchant declined a hold. */
 export type RejectedOutcome = Extract<ClientInferResponseBody<A['settle'], 403>, { status: 'rejected' }> & { session_id: string };
 export type WaitOptions = {
   /** Poll interval, default 2 000 ms. */
-  intervalMs?: number;
+  intervalMs?: number | undefined;
   /** Give up after this long (ResolutionTimeoutError), default 15 minutes. */
-  timeoutMs?: number;
-  signal?: AbortSignal;
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
 };
 /**
  * How a hold or a pending settlement ends: accepted, rejected (declined, lapsed), or
@@ -114,7 +114,9 @@ export type TransferTypedData = {
   primaryType: 'TransferWithAuthorization';
   message: { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
 };
-export type X402Authorization = Extract<SettleRequest['payment'], { authorization: unknown }>['authorization'];
+/** The settle body `paymentFor` builds: an x402-exact payment, or `{mock: true}` on the mock rail. */
+export type SignedPayment = { payment: { scheme: 'x402-exact'; authorization: X402Authorization; signature: Hex } | { mock: true } };
+export type X402Authorization = { from: string; to: string; value: string; validAfter: number; validBefore: number; nonce: string };
 
 function randomNonce(): Hex {
   const bytes = globalThis.crypto.getRandomValues(new Uint8Array(32));
@@ -166,14 +168,14 @@ export type AgentClientOptions = {
   /** The paying wallet: a local account (`privateKeyToAccount`) or a JSON-RPC account with `walletClient`. */
   account: AgentAccount;
   /** Signs for a JSON-RPC account (`eth_signTypedData_v4`); not needed for a local account. */
-  walletClient?: WalletClient;
+  walletClient?: WalletClient | undefined;
   /** A stable UUID for this agent: reputation and rate limits attach to it. Default: a random one per client. */
-  agentId?: string;
-  fetch?: FetchLike;
+  agentId?: string | undefined;
+  fetch?: FetchLike | undefined;
   /** Retries on connection errors, 429 and 5xx. Default 2. */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
   /** Per-attempt timeout in milliseconds. Default 30 000. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -250,7 +252,7 @@ export class AgentClient {
   }
 
   /** Signs the EIP-3009 authorization for an x402 requirement and returns the settle body. */
-  async paymentFor(pr: PaymentRequired): Promise<SettleRequest> {
+  async paymentFor(pr: PaymentRequired): Promise<SignedPayment> {
     if (pr.rail === 'mock') return { payment: { mock: true } };
     const { typedData, authorization } = buildTransferAuthorization(pr, this.account.address);
     const signature = await this.signTypedData(typedData);
@@ -378,7 +380,7 @@ export class MerchantHandle {
       const pending = res.body as Omit<PendingOutcome, 'session_id' | 'waitForResolution'>;
       return { ...pending, session_id: sessionId, waitForResolution: (o?: WaitOptions) => this.waitForResolution(sessionId, o) };
     }
-    if (res.status === 402 && status === 'payment_invalid') return { ...res.body, session_id: sessionId };
+    if (res.status === 402 && status === 'payment_invalid') return { ...(res.body as Omit<PaymentInvalidOutcome, 'session_id'>), session_id: sessionId };
     if (res.status === 403 && status === 'rejected') return { ...(res.body as Omit<RejectedOutcome, 'session_id'>), session_id: sessionId };
     throw SvcApiError.fromResponse(res.status, res.body, res.headers);
   }

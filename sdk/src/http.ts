@@ -17,13 +17,13 @@ export type RequestOptions = {
    * Sent as `Idempotency-Key` on POSTs. When omitted, one is generated per call and reused
    * by every retry of that call, so a retried create never creates twice.
    */
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
   /** Aborts the call (and its retries); the AbortError is rethrown as is. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Per-attempt timeout; overrides the client's `timeoutMs`. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Overrides the client's `maxRetries` for this call. */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
 };
 
 export type TransportConfig = {

@@ -8,7 +8,7 @@ export { verifyWebhook } from './webhooks.js';
 export * from './errors.js';
 export { ListIterator, type Page } from './pagination.js';
 export type { RequestOptions, FetchLike } from './http.js';
-export type { Merchant, CatalogItem, Order, WebhookEndpoint, WebhookEndpointWithSecret, WebhookEvent, MerchantPolicy } from '@svc/contract';
+export type { Merchant, CatalogItem, Order, OrderEventObject, ReceivingConfig, WebhookEndpoint, WebhookEndpointWithSecret, WebhookEvent, MerchantPolicy, ApiKeyObject, ApiKeyWithSecret } from '@svc/contract';
 export { POLICY_PRESETS } from '@svc/contract';
 export type { VerifyWebhookOptions, VerifyWebhookReason, VerifyWebhookResult } from './webhooks.js';
 
@@ -21,11 +21,11 @@ export type MerchantClientOptions = {
   /** The API origin, e.g. `https://api.example.com` (no trailing `/v1`). */
   baseUrl: string;
   /** Retries after the first attempt on connection errors, timeouts, 429 and 5xx. Default 2. */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
   /** Per-attempt timeout in milliseconds. Default 30 000. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** A fetch implementation (default: the global fetch). */
-  fetch?: FetchLike;
+  fetch?: FetchLike | undefined;
 };
 
 /** `merchant_id` scoping of the merchant-level routes, plus the per-call controls. */
@@ -244,6 +244,27 @@ export class MeResource {
   }
 }
 
+export class KeysResource {
+  constructor(private readonly raw: RawClient) {}
+  /** GET /v1/keys: the project's keys in this key's mode, newest first (secrets never listed). */
+  list(query: RouteQuery<C['keys']['list']> = {}, options?: RequestOptions) {
+    type P = SuccessBody<C['keys']['list']>;
+    return new ListIterator<Item<P>, P>(async (cursor) => unwrap(await this.raw.keys.list({ query: { ...query, cursor }, svc: options })), query.cursor);
+  }
+  /** Mints a key of this key's mode with a subset of its scopes; the `secret` is in this response only. */
+  async create(body: RouteBody<C['keys']['create']>, options?: RequestOptions): Promise<SuccessBody<C['keys']['create']>> {
+    return unwrap(await this.raw.keys.create({ body, svc: options }));
+  }
+  /** A new secret; the old one keeps working for `grace_period_seconds` (default 24 h, 0 = stops now). */
+  async roll(id: string, body: RouteBody<C['keys']['roll']> = {}, options?: RequestOptions): Promise<SuccessBody<C['keys']['roll']>> {
+    return unwrap(await this.raw.keys.roll({ params: { id: pathParam('id', id) }, body, svc: options }));
+  }
+  /** Revokes the key now (idempotent). */
+  async revoke(id: string, options?: RequestOptions): Promise<SuccessBody<C['keys']['revoke']>> {
+    return unwrap(await this.raw.keys.revoke({ params: { id: pathParam('id', id) }, svc: options }));
+  }
+}
+
 const KEY_PREFIX = /^svc_(test|live)_/;
 
 /**
@@ -272,6 +293,8 @@ export class MerchantClient {
   readonly ingest: IngestResource;
   readonly reputation: ReputationResource;
   readonly me: MeResource;
+  /** API keys: list, create (restricted keys too), roll, revoke. */
+  readonly keys: KeysResource;
 
   constructor(options: MerchantClientOptions) {
     const m = KEY_PREFIX.exec(options.apiKey ?? '');
@@ -297,5 +320,6 @@ export class MerchantClient {
     this.ingest = new IngestResource(this.raw);
     this.reputation = new ReputationResource(this.raw);
     this.me = new MeResource(this.raw);
+    this.keys = new KeysResource(this.raw);
   }
 }

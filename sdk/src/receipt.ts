@@ -41,7 +41,7 @@ export type ReceiptKeySource =
 
 export type VerifyReceiptOptions = ReceiptKeySource & {
   /** Claims that must equal these values (e.g. the order you were told about). */
-  expected?: Partial<Pick<ReceiptClaims, 'merchantId' | 'orderId' | 'sessionId' | 'agentId' | 'livemode'>>;
+  expected?: Partial<Pick<ReceiptClaims, 'merchantId' | 'orderId' | 'sessionId' | 'agentId' | 'livemode'>> | undefined;
 };
 
 /** Fetches and checks a JWKS document; failures are ReceiptVerificationError JWKS_UNAVAILABLE. */

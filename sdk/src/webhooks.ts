@@ -16,9 +16,9 @@ export type VerifyWebhookResult = {
 
 export type VerifyWebhookOptions = {
   /** Largest allowed distance between `t` and now, in seconds, either way. Default 300. */
-  toleranceSecs?: number;
+  toleranceSecs?: number | undefined;
   /** Current time in Unix seconds (default: the clock). */
-  now?: number;
+  now?: number | undefined;
 };
 
 export const DEFAULT_TOLERANCE_SECS = 300;

@@ -215,7 +215,7 @@ describe('settle outcomes', () => {
 });
 
 describe('held sessions', () => {
-  const HOLD_POLICY = { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: 'standard' };
+  const HOLD_POLICY = { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: 'standard' } as const;
 
   it('GIVEN an unknown agent held for review WHEN the merchant approves through the SDK while the agent waits THEN the agent resolves to accepted with a verifiable receipt', async () => {
     const merchant = await setupShop(svc, HOLD_POLICY);

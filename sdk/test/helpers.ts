@@ -1,3 +1,4 @@
+import type { MerchantPolicy } from '@svc/contract';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -26,12 +27,12 @@ export function newMerchant(overrides: { slug?: string; name?: string } = {}) {
     slug: s,
     name: overrides.name ?? 'SDK Shop',
     domain: `${s}.example.com`,
-    receiving: { x402: { chain: 'base-sepolia', address: TEST_PAY_TO }, mock: { account: 'acct_sdk' } },
+    receiving: { x402: { chain: 'base-sepolia' as const, address: TEST_PAY_TO }, mock: { account: 'acct_sdk' } },
   };
 }
 
 /** A published test merchant with two products, configured through the SDK itself. */
-export async function setupShop(svc: MerchantClient, policy: Record<string, unknown> = { requireMandateOverUsd: 100, holdForReviewBelowTier: null }) {
+export async function setupShop(svc: MerchantClient, policy: MerchantPolicy = { requireMandateOverUsd: 100, holdForReviewBelowTier: null }) {
   const merchant = await svc.merchants.create(newMerchant());
   await svc.catalog.create({ sku: 'coffee', name: 'Coffee', price: { amount: '4.50', currency: 'USD' }, category: 'drinks' }, { merchant_id: merchant.id });
   await svc.catalog.create({ sku: 'beans', name: 'Beans 1 kg', price: { amount: '12.00', currency: 'usd' }, category: 'beans' }, { merchant_id: merchant.id });

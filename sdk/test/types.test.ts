@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { Merchant, Order, WebhookEndpointWithSecret } from '@svc/contract';
+import type { Merchant, Order, WebhookEndpointWithSecret, WebhookEvent } from '@svc/contract';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import {
   AgentClient,
@@ -32,10 +32,30 @@ function wrongBodiesDoNotCompile() {
   void svc.webhooks.endpoints.create({ url: 'https://x.example.com', enabled_events: ['order.shipped'] });
   // @ts-expect-error the policy body must be an object
   void svc.policy.put({ body: 'STRICT' });
+  // @ts-expect-error a typo in a policy field name (and a string where a number goes)
+  void svc.policy.put({ body: { maxPerTransactionUSD: '500' } });
+  // @ts-expect-error policy amounts are numbers of USD
+  void svc.policy.put({ body: { maxPerTransactionUsd: '500' } });
+  // @ts-expect-error not a receiving chain (base or base-sepolia)
+  void svc.receiving.put({ receiving: { x402: { chain: 'ethereum', address: '0x1111111111111111111111111111111111111111' } } });
+  // @ts-expect-error not a rail
+  void svc.receiving.put({ receiving: { paypal: { account: 'x' } } });
+  // @ts-expect-error the same receiving type on merchant create
+  void svc.merchants.create({ slug: 'x', name: 'x', domain: 'x.example.com', receiving: { x402: { chain: 'ethereum', address: '0x1' } } });
   // @ts-expect-error qty is a number
   void ({} as MerchantHandle).checkout([{ sku: 'coffee', qty: '1' }]);
   // @ts-expect-error the mandate type is one of svc, ap2, acp, none
   void ({} as MerchantHandle).checkout([{ sku: 'coffee', qty: 1 }], { mandate: { type: 'jwt' } });
+}
+
+function typedBodiesCompile() {
+  void svc.policy.put({ body: { maxPerTransactionUsd: 500, allowedRails: ['x402'], minReputationTier: null } });
+  void svc.receiving.put({ receiving: { x402: { chain: 'base-sepolia', address: '0x1111111111111111111111111111111111111111', asset: 'usdc' }, mock: { account: 'a' } } });
+}
+
+function eventsAreTyped(event: WebhookEvent) {
+  expectTypeOf(event.data.object.mandate_type).toEqualTypeOf<'svc' | 'ap2' | 'acp' | 'none'>();
+  expectTypeOf(event.data.object.items).toEqualTypeOf<Array<{ sku: string; qty: number }>>();
 }
 
 function outcomesNarrow(outcome: SettleOutcome) {
@@ -67,6 +87,8 @@ describe('types inferred from the contract', () => {
     expectTypeOf(agent.discover).returns.resolves.toEqualTypeOf<MerchantHandle>();
     expect(typeof wrongBodiesDoNotCompile).toBe('function');
     expect(typeof outcomesNarrow).toBe('function');
+    expect(typeof typedBodiesCompile).toBe('function');
+    expect(typeof eventsAreTyped).toBe('function');
     expect(agent.agentId).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

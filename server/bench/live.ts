@@ -346,9 +346,9 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
   const liveFacilitator = services.facilitators.live;
   try {
     const em = services.orm.em.fork();
-    const project = await createProject(em, 'bench-live');
-    const liveKey = await createApiKey(em, { projectId: project.id, mode: 'live', scopes: [...SCOPES] });
-    const testKey = await createApiKey(em, { projectId: project.id, mode: 'test', scopes: [...SCOPES] });
+    const project = await createProject(em, 'bench-live', { now: services.now() });
+    const liveKey = await createApiKey(em, { projectId: project.id, mode: 'live', scopes: [...SCOPES], now: services.now() });
+    const testKey = await createApiKey(em, { projectId: project.id, mode: 'test', scopes: [...SCOPES], now: services.now() });
 
     let refBaseline: CellResult | null = null;
     for (const blockTime of blockTimes) {

@@ -1,3 +1,4 @@
+import type { OrderEventObject } from '@svc/contract';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -10,7 +11,6 @@ import { loadConfig } from '../src/config.js';
 import { openOrm, type DbTarget } from '../src/db/orm.js';
 import { createLogger } from '../src/lib/logger.js';
 import { createProject } from '../src/modules/accounts/service.js';
-import { recordEvent } from '../src/modules/events/service.js';
 import { createWebhookEndpoint } from '../src/modules/webhooks/service.js';
 import { startWebhookWorker } from '../src/modules/webhooks/worker.js';
 import type { Services } from '../src/services.js';
@@ -56,18 +56,29 @@ export async function benchWebhooks(opts: WebhookBenchOptions = {}): Promise<str
   const port = (receiver.address() as AddressInfo).port;
 
   try {
-    const project = await createProject(services.orm.em.fork(), 'bench');
-    const auth = { keyId: 'key_bench', projectId: project.id, mode: 'test' as const, livemode: false, scopes: [] };
+    const project = await createProject(services.orm.em.fork(), 'bench', { now: services.now() });
+    const auth = { via: 'key' as const, keyId: 'key_bench', userId: null, sessionId: null, projectId: project.id, mode: 'test' as const, livemode: false, scopes: [] };
     await createWebhookEndpoint(
       { em: services.orm.em.fork(), log: services.log, requestId: 'bench', services, auth },
       { url: `http://127.0.0.1:${port}/hook`, enabled_events: ['*'] },
     );
-    const object = { id: 'ord_bench', merchant_id: 'mrch_bench', total: { currency: 'USD', subtotal: '1.00', tax: '0.00', total: '1.00' }, items: [{ sku: 'A', qty: 1 }] };
+    const object: OrderEventObject = {
+      id: 'ord_bench',
+      session_id: 'sess_bench',
+      merchant_id: 'mrch_bench',
+      agent_id: '00000000-0000-4000-8000-000000000000',
+      total: { currency: 'USD', subtotal: '1.00', tax: '0.00', total: '1.00' },
+      items: [{ sku: 'A', qty: 1 }],
+      rail_name: 'mock',
+      mandate_type: 'none',
+      mandate_ref: null,
+      trust_tier: 'standard',
+    };
     for (let done = 0; done < events; done += 100) {
       await services.orm.em.fork().transactional(async (tx) => {
         for (let i = done; i < Math.min(events, done + 100); i++) {
           // one order.settled per order (events_one_settled_per_order), so each event names its own order
-          await recordEvent(tx, { projectId: project.id, merchantId: null, livemode: false, type: 'order.settled', object: { ...object, id: `ord_bench_${i}` } });
+          await services.events.record(tx, { projectId: project.id, merchantId: null, livemode: false, type: 'order.settled', object: { ...object, id: `ord_bench_${i}` } });
         }
       });
     }

@@ -8,16 +8,37 @@ import { errorHandler, notFoundHandler, validationErrorHandler } from './http/er
 import { bodyGuardMiddleware } from './http/body-guard.js';
 import { requestTargetGuard } from './http/request-target-guard.js';
 import { idempotencyMiddleware } from './http/idempotency.js';
-import { router } from './http/router.js';
+import { router } from './routes.js';
 import { agentHostRouting } from './http/agent-host.js';
 import { docsRouter } from './http/docs.js';
+import { metricsHandler, UNMATCHED_ROUTE } from './lib/metrics.js';
 
 export type AppOptions = {
   /** Validate every response against the contract (on in tests so presenters cannot drift). */
   responseValidation?: boolean;
 };
 
-const CORS_HEADERS = 'Authorization, Content-Type, Idempotency-Key, X-Svc-Api-Key, If-None-Match';
+// x402: clients send PAYMENT-SIGNATURE (v2) or X-PAYMENT (v1), and @x402/fetch also sets an
+// Access-Control-Expose-Headers request header, so a browser preflight must allow it.
+const CORS_HEADERS =
+  'Authorization, Content-Type, Idempotency-Key, X-Svc-Api-Key, If-None-Match, X-Request-Id, PAYMENT-SIGNATURE, X-PAYMENT, X-Agent-Id, Access-Control-Expose-Headers';
+const CORS_EXPOSED = 'ETag, Request-Id, Retry-After, Idempotent-Replayed, PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE';
+/**
+ * An incoming `X-Request-Id` (from a proxy or the caller) is kept when it is 1-128 characters
+ * of letters, digits and `-_.:@/+=`; anything else (too long, spaces, control characters,
+ * quotes) is ignored and a `req_<ulid>` is generated, so logs and headers never carry
+ * attacker-shaped text.
+ */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9\-_.:@/+=]{1,128}$/;
+
+/** The route template for metrics: the ts-rest route (`/v1/merchants/:id`), the Express route, or `<unmatched>`; never the raw path. */
+function routeLabel(req: Request): string {
+  const tsRest = (req as Request & { tsRestRoute?: { path?: string } }).tsRestRoute;
+  if (tsRest?.path) return tsRest.path;
+  const route = (req as Request & { route?: { path?: unknown } }).route;
+  if (route && typeof route.path === 'string') return `${req.baseUrl}${route.path}`;
+  return UNMATCHED_ROUTE;
+}
 
 /** Builds the Express app without listening, so tests and main share one wiring. */
 export function buildApp(services: Services, opts: AppOptions = {}): Express {
@@ -27,13 +48,16 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
   app.set('query parser', 'simple');
 
   app.use((req: Request, res: Response, next: NextFunction) => {
-    const requestId = newId('req');
+    const incoming = req.header('x-request-id');
+    const requestId = incoming !== undefined && REQUEST_ID_PATTERN.test(incoming) ? incoming : newId('req');
     res.setHeader('Request-Id', requestId);
     const log = services.log.child({ request_id: requestId });
+    if (incoming !== undefined && incoming !== requestId) log.debug({ rejected_request_id_length: incoming.length }, 'ignored an X-Request-Id that is not 1-128 safe characters');
     req.ctx = { em: services.orm.em.fork(), log, requestId, services };
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      services.metrics.observeRequest(req.method, routeLabel(req), res.statusCode, ms / 1000);
       log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
     });
     next();
@@ -41,7 +65,7 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
 
   app.use((req: Request, res: Response, next: NextFunction) => {
     res.setHeader('Access-Control-Allow-Origin', '*');
-    res.setHeader('Access-Control-Expose-Headers', 'ETag, Request-Id, Retry-After, Idempotent-Replayed');
+    res.setHeader('Access-Control-Expose-Headers', CORS_EXPOSED);
     if (req.method === 'OPTIONS') {
       res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE, OPTIONS');
       res.setHeader('Access-Control-Allow-Headers', CORS_HEADERS);
@@ -76,6 +100,9 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
     globalMiddleware: [authMiddleware, bodyGuardMiddleware, idempotencyMiddleware] as unknown as [],
     requestValidationErrorHandler: validationErrorHandler as unknown as 'default',
   });
+
+  // GET /metrics (Prometheus): an operator endpoint with its own bearer token, outside the contract.
+  app.get('/metrics', metricsHandler(services.metrics, { token: services.config.SVC_METRICS_TOKEN, production: services.config.NODE_ENV === 'production' }));
 
   // GET /openapi.json and GET /docs (Redoc served locally): public, outside the contract.
   app.use(docsRouter());

@@ -3,8 +3,13 @@ import { migrate, openOrm, type DbTarget } from './db/orm.js';
 import { resolveMasterKey, SecretBox } from './lib/crypto.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import type { Services } from './services.js';
-import { installWebhooks } from './modules/webhooks/service.js';
+import { EventOutbox } from './modules/events/service.js';
+import { webhookFanOut } from './modules/webhooks/service.js';
+import { CommitWake } from './modules/webhooks/wake.js';
+import { Mailer } from './modules/auth/mail.js';
+import { OperatorChannel } from './modules/operator/channel.js';
 import { createFacilitators } from './rails/index.js';
+import { createMetrics } from './lib/metrics.js';
 
 export function dbTargetFor(config: Config): DbTarget {
   return config.DATABASE_URL
@@ -21,6 +26,27 @@ export async function createServices(config: Config, opts: { log?: Logger; targe
     connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS,
   });
   await migrate(orm);
-  installWebhooks({ orm });
-  return { config, orm, box, log, now: () => new Date(), facilitators: createFacilitators(config, log) };
+  if (config.NODE_ENV === 'production' && (opts.target ?? dbTargetFor(config)).kind === 'pglite') {
+    log.warn(
+      { database: 'pglite', data_dir: config.SVC_DATA_DIR },
+      'NODE_ENV=production on the embedded PGlite database: it is single-process (no `npm run worker`, no second server, no admin CLI while the server runs) and not meant for production traffic; set DATABASE_URL to a PostgreSQL database',
+    );
+  }
+  const wake = new CommitWake(orm);
+  const services: Services = {
+    config,
+    orm,
+    box,
+    log,
+    now: () => new Date(),
+    facilitators: createFacilitators(config, log),
+    wake,
+    caches: { manifests: new Map(), issuerKeys: new Map() },
+    metrics: createMetrics(orm, log),
+    mailer: new Mailer(config, log),
+    operator: new OperatorChannel(),
+    // Reads services.now at each call, so a clock replaced later (tests) is the one used.
+    events: new EventOutbox(() => services.now(), [webhookFanOut(wake)]),
+  };
+  return services;
 }

@@ -77,7 +77,16 @@ const ConfigSchema = z.object({
     .transform((v) => BigInt(v))
     .optional(),
   SVC_DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  SVC_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
   SVC_DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  /** Sign-in mail over SMTP (smtp:// or smtps://, credentials in the URL); unset = the link is logged at info. */
+  SVC_SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
+    .optional(),
+  SVC_MAIL_FROM: z.string().min(3).default('svc-checkout <no-reply@svc.localhost>'),
+  /** Browser session lifetime (the cookie's Max-Age). */
+  SVC_USER_SESSION_TTL_SECONDS: z.coerce.number().int().min(60).max(90 * 86_400).default(7 * 86_400),
 }).superRefine((c, ctx) => {
   const need = (path: string, message: string) => ctx.addIssue({ code: z.ZodIssueCode.custom, path: [path], message });
   if (!c.SVC_LIVE_FACILITATOR) return;

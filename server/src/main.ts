@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
 import { loadConfigOrExit, startServicesOrExit } from './startup.js';
 import { startWebhookWorker } from './modules/webhooks/worker.js';
@@ -13,6 +14,14 @@ async function main() {
   const app = buildApp(services);
   const server: Server = app.listen(config.PORT, config.HOST, () => {
     const where = config.DATABASE_URL ? 'postgresql' : `embedded PGlite in ${config.SVC_DATA_DIR}`;
+    // The embedded database is this process's alone: the admin CLI reaches it through here.
+    if (!config.DATABASE_URL) {
+      try {
+        services.operator.open(config.SVC_DATA_DIR, (server.address() as AddressInfo).port);
+      } catch (err) {
+        log.warn({ err: err instanceof Error ? err.message : String(err) }, 'operator channel not opened: the admin CLI needs the server stopped');
+      }
+    }
     log.info({ port: config.PORT, database: where, env: config.NODE_ENV }, `svc-checkout listening on http://${config.HOST === "0.0.0.0" ? "localhost" : config.HOST}:${config.PORT}`);
   });
   installTransportErrorHandlers(server);
@@ -28,6 +37,7 @@ async function main() {
   });
   const stop = (signal: string) => {
     log.info({ signal }, 'shutting down');
+    services.operator.close();
     const workerStopped = Promise.all([worker?.stop(), settlement?.stop(), services.facilitators.live.close()]).catch(() => undefined);
     server.close(() => {
       workerStopped.finally(() => services.orm.close().finally(() => process.exit(0)));

@@ -3,6 +3,16 @@ import type { Orm } from './db/orm.js';
 import type { SecretBox } from './lib/crypto.js';
 import type { Logger } from './lib/logger.js';
 import type { Facilitators } from './rails/index.js';
+import type { EventOutbox } from './modules/events/service.js';
+import type { CommitWake } from './modules/webhooks/wake.js';
+import type { Mailer } from './modules/auth/mail.js';
+import type { OperatorChannel } from './modules/operator/channel.js';
+import type { ManifestCache } from './modules/agent/discovery.js';
+import type { IssuerKeySets } from './modules/gate/mandate.js';
+import type { Metrics } from './lib/metrics.js';
+
+/** Per-process caches (each says what invalidates it where it is read). */
+export type Caches = { manifests: ManifestCache; issuerKeys: IssuerKeySets };
 
 /** Process-wide dependencies, built once at start and shared by every request. */
 export type Services = {
@@ -13,4 +23,15 @@ export type Services = {
   now: () => Date;
   /** x402 facilitators by mode (test: the mock; live: SVC_LIVE_FACILITATOR). */
   facilitators: Facilitators;
+  /** The transactional outbox: `events.record(tx, …)` writes an event and its webhook deliveries. */
+  events: EventOutbox;
+  /** Wakes this process's delivery workers when a transaction that enqueued deliveries commits. */
+  wake: CommitWake;
+  caches: Caches;
+  /** This instance's Prometheus registry and its counters (GET /metrics). */
+  metrics: Metrics;
+  /** Sign-in mail (SMTP when configured, else the link is logged outside production). */
+  mailer: Mailer;
+  /** The admin CLI's local channel into this server (opened by main.ts on the embedded database). */
+  operator: OperatorChannel;
 };

@@ -40,6 +40,10 @@ describe('manifest by path', () => {
       pay_to: { x402: { chain: 'base-sepolia', address: TEST_PAY_TO, asset: 'USDC' }, mock: { account: 'acct_test' } },
       mandate: { accepted: ['svc', 'ap2', 'acp', 'none'], preferred: 'svc' },
       policy_summary: { require_mandate_over_usd: 50, max_per_transaction_usd: 250, min_reputation_tier: 'trusted' },
+      paid_resources: expect.arrayContaining([
+        { sku: 'coffee', name: 'Item coffee', url: `${prefix}/x402/coffee`, price: { amount: '4.50', currency: 'USD' } },
+        { sku: 'beans', name: 'Item beans', url: `${prefix}/x402/beans`, price: { amount: '12.00', currency: 'USD' } },
+      ]),
     });
     expect(byId.body).toEqual(expected(`/m/${merchant.id}`));
 
@@ -213,12 +217,13 @@ describe('manifest freshness', () => {
     const m0 = await manifestOf(app, base);
     const v0 = await configVersion(app, merchant.id);
 
-    // A catalog write bumps the version; the manifest has no catalog, so its bytes stay the same.
+    // A catalog write bumps the version; the manifest lists each item's x402 paid resource, so it changes at once.
     const created = await app.request('POST', `/v1/catalog${q}`, { key, body: { sku: 'tea', name: 'Tea', price: { amount: '3.00', currency: 'USD' } } });
     expect(created.status).toBe(201);
     expect(await configVersion(app, merchant.id)).toBeGreaterThan(v0);
     const m1 = await manifestOf(app, base);
-    expect(m1.text).toBe(m0.text);
+    expect(m1.text).not.toBe(m0.text);
+    expect(m1.body.paid_resources.map((r: any) => r.sku)).toContain('tea');
     expect(m1.headers.get('etag')).toBe(etagOf(m1.text));
     expect((await app.request('GET', `${base}/agent/catalog`)).body.items.map((i: any) => i.sku)).toContain('tea');
 
@@ -226,6 +231,7 @@ describe('manifest freshness', () => {
     await app.request('PATCH', `/v1/catalog/tea${q}`, { key, body: { available: false } });
     expect(await configVersion(app, merchant.id)).toBeGreaterThan(v1);
     expect((await app.request('GET', `${base}/agent/catalog`)).body.items.map((i: any) => i.sku)).not.toContain('tea');
+    expect((await manifestOf(app, base)).text).toBe(m0.text);
 
     // Receiving applies at once.
     const newAddress = '0x3333333333333333333333333333333333333333';

@@ -292,9 +292,10 @@ describe('settle body validation', () => {
     const s = await openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }]);
     const good = await signPayment(newBuyer(), s.pr);
     // payment is a union (x402 or mock), so the message names body.payment rather than the inner field.
+    // An x402 session settled with no payment at all is an x402 challenge (server/test/x402-fetch.test.ts), and
+    // validAfter/validBefore may be decimal strings as @x402/evm sends them; a non-integer string is still refused.
     const cases: Array<[unknown, string]> = [
-      [{}, 'body.payment'],
-      [{ payment: { ...good.payment, authorization: { ...good.payment.authorization, validAfter: '0' } } }, 'body.payment'],
+      [{ payment: { ...good.payment, authorization: { ...good.payment.authorization, validAfter: '1.5' } } }, 'body.payment'],
       [{ payment: { ...good.payment, authorization: { ...good.payment.authorization, extra: 1 } } }, 'body.payment'],
       [{ payment: { mock: false } }, 'body.payment'],
       [{ payment: { mock: true }, extra: 1 }, 'extra'],

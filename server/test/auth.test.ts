@@ -48,7 +48,7 @@ describe('authentication', () => {
     const sibling = await app.key('test', { projectId: key.projectId });
     expect((await app.request('GET', '/v1/me', { key })).status).toBe(200);
 
-    expect(await revokeApiKey(app.services.orm.em.fork(), key.id)).toBe(true);
+    expect(await revokeApiKey(app.services.orm.em.fork(), key.id, app.services.now())).toBe(true);
 
     expectError(await app.request('GET', '/v1/me', { key }), 401, 'INVALID_API_KEY');
     expectError(await app.request('POST', '/v1/merchants', { key, body: merchantBody() }), 401, 'INVALID_API_KEY');

@@ -1,11 +1,9 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import pg from 'pg';
 import { ulid } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,28 +14,9 @@ import { loadConfig } from '../src/config.js';
 import type { Services } from '../src/services.js';
 import { expectError, onPostgres } from './helpers/foundation.js';
 import { merchantBody, type ApiResponse } from './helpers/harness.js';
+import { CLI, MAIN, runScript, type Run } from './helpers/spawn.js';
 
-// The real entry points, run the way `npm run svc` / `npm start` run them: tsx under this Node.
-const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
-const CLI = join(ROOT, 'server/src/cli.ts');
-const MAIN = join(ROOT, 'server/src/main.ts');
-
-type Run = { code: number | null; stdout: string; stderr: string };
-
-function run(script: string, args: string[], env: Record<string, string | undefined>): Promise<Run> {
-  const childEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...process.env, ...env })) if (v !== undefined) childEnv[k] = v;
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [TSX, script, ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], timeout: 45_000 });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b) => (stdout += b));
-    child.stderr.on('data', (b) => (stderr += b));
-    child.on('error', fail);
-    child.on('close', (code) => done({ code, stdout, stderr }));
-  });
-}
+const run = (script: string, args: string[], env: Record<string, string | undefined>) => runScript(script, args, env, 45_000);
 
 /** Each test spawns tsx processes, which are slow on a loaded machine. */
 const SPAWN_TIMEOUT = 120_000;
@@ -135,6 +114,44 @@ describe('admin CLI, then the server on the same database', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toBe('');
     expect(lines(r.stdout)).toEqual([`revoked ${k.id}`]);
+  }, SPAWN_TIMEOUT);
+
+  it('GIVEN projects and keys WHEN `projects list --json` and `keys list --json` THEN they list them without secrets; revoked keys only with --revoked', async () => {
+    // One at a time: embedded PGlite admits one process per data directory.
+    const projects = await cli('projects', 'list', '--json');
+    const keys = await cli('keys', 'list', '--json');
+    const all = await cli('keys', 'list', '--revoked', '--json');
+    const live = await cli('keys', 'list', '--mode', 'live', '--project', project.id, '--json');
+    const text = await cli('keys', 'list');
+    const plist = oneJsonLine(projects) as { id: string; name: string; is_default: boolean }[];
+    expect(plist.map((p) => p.id)).toEqual(expect.arrayContaining([project.id, minted.test!.project_id]));
+    expect(plist.find((p) => p.id === minted.test!.project_id)).toMatchObject({ name: 'Default project', is_default: true });
+    const active = oneJsonLine(keys) as { id: string; last4: string; revoked_at: string | null }[];
+    expect(active.map((k) => k.id).sort()).toEqual([minted.test!.id, minted.live!.id].sort());
+    expect(active.find((k) => k.id === minted.test!.id)!.last4).toBe(minted.test!.secret.slice(-4));
+    expect((oneJsonLine(all) as { id: string; revoked_at: string | null }[]).find((k) => k.id === minted.revoked!.id)!.revoked_at).toMatch(/^\d{4}-/);
+    expect((oneJsonLine(live) as { id: string }[]).map((k) => k.id)).toEqual([minted.live!.id]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(lines(text.stdout)).toHaveLength(2);
+    for (const r of [keys, all, live, text]) for (const m of Object.values(minted)) expect(r.stdout).not.toContain(m.secret);
+  }, SPAWN_TIMEOUT);
+
+  it('GIVEN --help THEN the usage (with every command) on stdout and exit 0, without opening the database', async () => {
+    for (const args of [['--help'], ['-h'], ['keys', 'list', '--help']]) {
+      const r = await run(CLI, args, { ...cliEnv(), SVC_DATA_DIR: '/nonexistent/dir/that/cannot/be/created', DATABASE_URL: undefined });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toBe('');
+      for (const cmd of ['projects create', 'projects list', 'keys create', 'keys list', 'keys revoke', '--help']) expect(r.stdout).toContain(cmd);
+    }
+  }, SPAWN_TIMEOUT);
+
+  it('GIVEN an unknown command or flag THEN exit 2 with one line naming it', async () => {
+    // Refused before the database opens, so they may run side by side.
+    const [frob, rotate, flag] = await Promise.all([cli('frobnicate'), cli('keys', 'rotate', 'key_x'), cli('keys', 'list', '--colour')]);
+    expect(frob.code).toBe(2);
+    expect(oneLineFailure(frob)).toContain('unknown command "frobnicate"');
+    expect(oneLineFailure(rotate)).toMatch(/unknown command "keys rotate".*create, list, revoke/);
+    expect(oneLineFailure(flag)).toContain('--colour');
   }, SPAWN_TIMEOUT);
 
   it('GIVEN bad input WHEN running the CLI THEN it exits non-zero with a one-line message on stderr', async () => {

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ulid } from 'ulid';
 import { merchantBody, TestApp, type TestKey } from './helpers/harness.js';
 import { expectError, sql } from './helpers/foundation.js';
+import { freePort } from './helpers/spawn.js';
 
 
 /** PostgreSQL only (a second server process shares the database): runs when DATABASE_URL is set. */
@@ -22,13 +22,6 @@ const post = (idemKey: string, body: unknown) => app.request('POST', '/v1/mercha
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 describe('hardening: kill -9 of a server mid-request (issue 9.2, PostgreSQL)', () => {
   let child: ChildProcess | undefined;

@@ -29,7 +29,8 @@ describe('OpenAPI nullable enums', () => {
     const doc = JSON.parse(readFileSync(OPENAPI_JSON_PATH, 'utf8'));
     const broken = [...schemaNodes(doc)].filter(([, n]) => n.nullable === true && Array.isArray(n.enum) && !n.enum.includes(null)).map(([p]) => p);
     expect(broken).toEqual([]);
-    const endpoint = doc.paths['/v1/webhooks/endpoints/{id}'].get.responses['200'].content['application/json'].schema;
+    const ref = doc.paths['/v1/webhooks/endpoints/{id}'].get.responses['200'].content['application/json'].schema.$ref as string;
+    const endpoint = doc.components.schemas[ref.replace('#/components/schemas/', '')];
     expect(endpoint.properties.disabled_reason.enum).toContain(null);
   });
 

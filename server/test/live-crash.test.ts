@@ -1,7 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import { createScratchDatabase } from '../src/db/scratch.js';
 import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
 import { startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { signPayment } from './helpers/agent.js';
+import { freePort } from './helpers/spawn.js';
 
 /**
  * kill -9 of a real server process (`tsx server/src/main.ts`, the same entry point as
@@ -28,16 +28,6 @@ let cleanup: () => Promise<void> = async () => undefined;
 let server: ChildProcess | null = null;
 let baseUrl = '';
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function startServer(): Promise<void> {
   const port = await freePort();

@@ -6,10 +6,11 @@ import { AgentClient } from '../../sdk/src/index.js';
 import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
 import { ANVIL_DEV_KEY, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { eventTypes, ordersOf, poll, settle } from './helpers/agent-protocol.js';
-import { signPayment } from './helpers/agent.js';
+import { publishedMerchant, signPayment } from './helpers/agent.js';
 import { sql } from './helpers/foundation.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
 import { startSettlementWorker, type SettlementWorker } from '../src/modules/settlement/reconciler.js';
+import { startLiveApp } from './helpers/live.js';
 
 /**
  * Live mode end to end on a real EVM: anvil with chain id 8453 and an EIP-3009 token at the
@@ -26,30 +27,17 @@ const relayerKeys = [generatePrivateKey(), generatePrivateKey(), generatePrivate
 
 beforeAll(async () => {
   chain = await startAnvil();
-  for (const k of relayerKeys) await chain.setEthBalance(privateKeyToAccount(k).address, 10n ** 19n);
-  app = await TestApp.start({
-    SVC_LIVE_FACILITATOR: 'onchain',
-    SVC_RPC_URL_BASE: chain.rpcUrl,
-    SVC_RELAYER_PRIVATE_KEYS: relayerKeys.join(','),
-    SVC_SETTLE_WAIT_MS: '8000',
-  });
+  app = await startLiveApp(chain, relayerKeys);
   key = await app.key('live');
   payTo = privateKeyToAccount(generatePrivateKey()).address;
-  const m = await app.request('POST', '/v1/merchants', {
+  const shop = await publishedMerchant(app, {
     key,
-    body: { slug: `live-${randomUUID().slice(0, 8)}`, name: 'Live Shop', domain: 'live.example.com', receiving: { x402: { chain: 'base', address: payTo } } },
+    merchant: { receiving: { x402: { chain: 'base', address: payTo } } },
+    products: [{ sku: 'coffee', amount: '4.50' }, { sku: 'beans', amount: '12.00' }],
+    policy: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null },
   });
-  expect(m.status, m.text).toBe(201);
-  merchantId = m.body.id;
-  base = `/m/${merchantId}`;
-  for (const [sku, amount] of [['coffee', '4.50'], ['beans', '12.00']] as const) {
-    const r = await app.request('POST', `/v1/catalog?merchant_id=${merchantId}`, { key, body: { sku, name: sku, price: { amount, currency: 'USD' } } });
-    expect(r.status, r.text).toBe(201);
-  }
-  const pol = await app.request('PUT', `/v1/policy?merchant_id=${merchantId}`, { key, body: { body: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null } } });
-  expect(pol.status, pol.text).toBe(201);
-  const pub = await app.request('POST', `/v1/publish?merchant_id=${merchantId}`, { key });
-  expect(pub.status, pub.text).toBe(200);
+  merchantId = shop.merchant.id;
+  base = shop.base;
 }, 120_000);
 afterAll(async () => {
   await app?.stop();

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
 import { describe, expect, it } from 'vitest';
 import { contractRoutes, OPENAPI_JSON_PATH, renderOpenApi, SCHEMA_DTS_PATH, takesIdempotencyKey } from '../../scripts/emit-openapi.js';
+import { REASON_CODES, WebhookEventType } from '@svc/contract';
 
 const require = createRequire(import.meta.url);
 const STALE = 'is stale: run `npm run openapi` and commit the result';
@@ -44,10 +45,11 @@ describe('generated OpenAPI artifacts', () => {
     const doc = JSON.parse(fresh) as {
       openapi: string;
       paths: Record<string, Record<string, Operation>>;
-      components: { securitySchemes: Record<string, { type: string; scheme: string }> };
+      components: { securitySchemes: Record<string, { type: string; scheme?: string; in?: string; name?: string }> };
     };
     expect(doc.openapi).toMatch(/^3\.0\.\d+$/);
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.sessionCookie).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'svc_session' });
 
     const routes = contractRoutes();
     expect(routes.length).toBeGreaterThan(0);
@@ -61,9 +63,14 @@ describe('generated OpenAPI artifacts', () => {
       expect(op!.tags, r.name).toEqual([r.meta.tag]);
       const headers = (op!.parameters ?? []).filter((p) => p.in === 'header').map((p) => p.name);
       if (r.meta.auth === 'key') {
-        expect(op!.security, r.name).toEqual([{ bearerAuth: [] }]);
+        // An API key, or a signed-in member's session cookie (the dashboard).
+        expect(op!.security, r.name).toEqual([{ bearerAuth: [] }, { sessionCookie: [] }]);
         expect(op!['x-scopes'], r.name).toEqual([...r.meta.scopes]);
         for (const s of r.meta.scopes) expect(op!.description, r.name).toContain(`\`${s}\``);
+      } else if (r.meta.auth === 'session') {
+        expect(op!.security, r.name).toEqual([{ sessionCookie: [] }]);
+      } else if (r.meta.auth === 'operator') {
+        expect(op!.security, r.name).toEqual([{ operatorToken: [] }]);
       } else {
         expect(op!.security, r.name).toEqual([]);
         expect(op!['x-scopes'], r.name).toBeUndefined();
@@ -91,6 +98,7 @@ describe('OpenAPI lint', () => {
     const out = spawnSync(process.execPath, [require.resolve('@redocly/cli/bin/cli.js'), 'lint', OPENAPI_JSON_PATH, '--format=json'], { encoding: 'utf8' });
     const report = JSON.parse(out.stdout) as { totals: { errors: number; warnings: number } };
     expect(report.totals.errors, out.stdout.slice(0, 2000)).toBe(0);
+    expect(report.totals.warnings, out.stdout.slice(0, 2000)).toBe(0);
     const doc = JSON.parse(readFileSync(OPENAPI_JSON_PATH, 'utf8'));
     for (const [path, method, status] of [
       ['/v1/merchants', 'post', '201'],
@@ -100,4 +108,46 @@ describe('OpenAPI lint', () => {
       expect(doc.paths[path][method].responses[status].content['application/json'].example, `${method} ${path}`).toBeDefined();
     }
   }, 60_000);
+});
+
+describe('OpenAPI for integrators', () => {
+  const doc = () => JSON.parse(readFileSync(OPENAPI_JSON_PATH, 'utf8'));
+
+  it('GIVEN the document THEN resources are named components referenced with $ref, and the error body is one schema whose codes are the registry', () => {
+    const d = doc();
+    const schemas = d.components.schemas as Record<string, any>;
+    for (const name of ['Merchant', 'CatalogItem', 'PolicyVersion', 'Order', 'CheckoutSession', 'PaymentRequired', 'WebhookEndpoint', 'WebhookEvent', 'Error', 'ApiKey']) {
+      expect(schemas[name], name).toBeDefined();
+    }
+    const json = (op: any, status: string) => op.responses[status].content['application/json'].schema;
+    expect(json(d.paths['/v1/merchants'].post, '201')).toEqual({ $ref: '#/components/schemas/Merchant' });
+    expect(json(d.paths['/v1/merchants'].get, '200').properties.data.items).toEqual({ $ref: '#/components/schemas/Merchant' });
+    expect(json(d.paths['/v1/merchants'].post, '400')).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(json(d.paths['/m/{merchant}/agent/checkout/{id}'].get, '200')).toEqual({ $ref: '#/components/schemas/CheckoutSession' });
+    expect(schemas.Error.properties.reason_codes.items.enum).toEqual(Object.keys(REASON_CODES).sort());
+    // Every error response of every operation is a named schema: the one Error body, or a
+    // body that carries more (settle's 402/403 outcomes, the x402 402 challenge, publish's findings).
+    const refsOf = (schema: any): string[] => (schema.oneOf ? schema.oneOf.flatMap(refsOf) : [schema.$ref]);
+    let plain = 0;
+    for (const item of Object.values(d.paths) as any[]) {
+      for (const op of Object.values(item) as any[]) {
+        for (const [status, res] of Object.entries(op.responses) as [string, any][]) {
+          const schema = res.content?.['application/json']?.schema;
+          if (Number(status) < 400 || !schema) continue;
+          for (const ref of refsOf(schema)) expect(ref, `${op.operationId} ${status}`).toMatch(/^#\/components\/schemas\/(Error|SettlePaymentInvalid|SettleRejected|PublishRefused|X402Challenge)$/);
+          if (schema.$ref === '#/components/schemas/Error') plain++;
+        }
+      }
+    }
+    expect(plain).toBeGreaterThan(300);
+  });
+
+  it('GIVEN the document THEN every webhook event type is described with its signature headers', () => {
+    const hooks = doc()['x-webhooks'];
+    expect(Object.keys(hooks).sort()).toEqual([...WebhookEventType.options].sort());
+    for (const hook of Object.values(hooks) as any[]) {
+      expect(hook.post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/WebhookEvent' });
+      expect(hook.post.parameters.map((p: any) => p.name)).toEqual(['Svc-Signature', 'Svc-Event-Id', 'Svc-Delivery-Id']);
+    }
+  });
 });

@@ -29,6 +29,19 @@ async function fundedPayer(anvil: Anvil, amount: bigint) {
 
 const payTo = () => privateKeyToAccount(generatePrivateKey()).address;
 
+/** 16 authorizations from one payer settled at once through these relayers (timing printed, not asserted). */
+async function settleSixteen(anvil: Anvil, relayerKeys: Hex[], label: string) {
+  const fac = facilitatorOn(anvil, relayerKeys);
+  const payer = await fundedPayer(anvil, 100n * USDC);
+  const merchant = payTo();
+  const proofs = await Promise.all(Array.from({ length: 16 }, () => signedProof(payer, merchant, USDC)));
+  const rec = recorder();
+  const t0 = performance.now();
+  const outs = await Promise.all(proofs.map((p) => fac.settle(p, { nowSec: nowSec(), waitMs: 20_000, recordBroadcast: rec.recordBroadcast })));
+  console.log(`${label}: 16 concurrent settles through ${relayerKeys.length} relayer(s): ${Math.round(performance.now() - t0)} ms`);
+  return { fac, merchant, outs, rec };
+}
+
 describe('OnchainFacilitator on anvil (automine)', () => {
   let anvil: Anvil;
   let keys: Hex[];
@@ -123,15 +136,7 @@ describe('OnchainFacilitator on anvil (automine)', () => {
 
   for (const relayerCount of [1, 4]) {
     it(`16 concurrent settles through ${relayerCount} relayer(s) are all mined without nonce errors`, async () => {
-      const fac = facilitatorOn(anvil, keys.slice(0, relayerCount));
-      const payer = await fundedPayer(anvil, 100n * USDC);
-      const merchant = payTo();
-      const proofs = await Promise.all(Array.from({ length: 16 }, () => signedProof(payer, merchant, USDC)));
-      const rec = recorder();
-      const t0 = performance.now();
-      const outs = await Promise.all(proofs.map((p) => fac.settle(p, { nowSec: nowSec(), waitMs: 20_000, recordBroadcast: rec.recordBroadcast })));
-      const ms = Math.round(performance.now() - t0);
-      console.log(`automine: 16 concurrent settles through ${relayerCount} relayer(s): ${ms} ms`);
+      const { fac, merchant, outs, rec } = await settleSixteen(anvil, keys.slice(0, relayerCount), 'automine');
       expect(outs.map((o) => o.status)).toEqual(Array(16).fill('settled'));
       expect(rec.records).toHaveLength(16);
       const perRelayer = new Map<string, number[]>();
@@ -193,6 +198,8 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     // nonce still free: reconcile re-sends the exact bytes (automine mines them)
     const r1 = await fac.reconcile({ proof: resent, broadcasts: kept1, nowSec: nowSec() });
     expect(['pending', 'settled']).toContain(r1.status);
+    // anvil's automine can answer the send before the block holding it is visible: wait for the mined receipt
+    await anvil.client.waitForTransactionReceipt({ hash: kept1[0]!.txHash as Hex, pollingInterval: 50 });
     expect(await fac.reconcile({ proof: resent, broadcasts: kept1, nowSec: nowSec() })).toEqual({ status: 'settled', reference: kept1[0]!.txHash });
 
     const dead = await signedProof(payer, merchant, USDC);
@@ -251,15 +258,7 @@ describe('OnchainFacilitator on anvil (--block-time 1)', () => {
 
   for (const relayerCount of [1, 4]) {
     it(`16 concurrent settles through ${relayerCount} relayer(s) are all mined`, async () => {
-      const fac = facilitatorOn(anvil, keys.slice(0, relayerCount));
-      const payer = await fundedPayer(anvil, 100n * USDC);
-      const merchant = payTo();
-      const proofs = await Promise.all(Array.from({ length: 16 }, () => signedProof(payer, merchant, USDC)));
-      const rec = recorder();
-      const t0 = performance.now();
-      const outs = await Promise.all(proofs.map((p) => fac.settle(p, { nowSec: nowSec(), waitMs: 20_000, recordBroadcast: rec.recordBroadcast })));
-      const ms = Math.round(performance.now() - t0);
-      console.log(`block-time 1: 16 concurrent settles through ${relayerCount} relayer(s): ${ms} ms`);
+      const { fac, merchant, outs, rec } = await settleSixteen(anvil, keys.slice(0, relayerCount), 'block-time 1');
       expect(outs.map((o) => o.status)).toEqual(Array(16).fill('settled'));
       expect(rec.records).toHaveLength(16);
       expect(await anvil.usdcBalance(merchant)).toBe(16n * USDC);

@@ -1,3 +1,4 @@
+import type { OrderEventObject } from '@svc/contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, sql } from './helpers/foundation.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
@@ -234,8 +235,7 @@ describe('events', () => {
     const { id } = await createEndpoint(app, k, 'http://127.0.0.1:9/rb');
     await expect(
       app.services.orm.em.fork().transactional(async (tx) => {
-        const { recordEvent } = await import('../src/modules/events/service.js');
-        await recordEvent(tx, { projectId: k.projectId, merchantId: null, livemode: false, type: 'order.settled', object: { id: 'ord_x' } });
+        await app.services.events.record(tx, { projectId: k.projectId, merchantId: null, livemode: false, type: 'order.settled', object: { id: 'ord_x' } as OrderEventObject });
         throw new Error('business failure');
       }),
     ).rejects.toThrow('business failure');

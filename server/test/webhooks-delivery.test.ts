@@ -139,7 +139,8 @@ describe('webhook delivery', () => {
       [ev!.id],
     );
     const schedule = [0, 30_000, 120_000, 600_000, 3_600_000, 21_600_000, 86_400_000];
-    for (const r of starts) expect(Number(r.after_ms)).toBeGreaterThanOrEqual(schedule[Number(r.attempt_number) - 1]! * 0.00001);
+    // The scale is 0.00001: divide (exact here) rather than multiply (21_600_000 * 0.00001 is 216.00000000000003 in floating point).
+    for (const r of starts) expect(Number(r.after_ms)).toBeGreaterThanOrEqual(schedule[Number(r.attempt_number) - 1]! / 100_000);
   });
 
   it('records connection errors as failed attempts', async () => {

@@ -127,3 +127,21 @@ function isAlive(pid: number): boolean {
 export async function migrate(orm: Orm): Promise<void> {
   await orm.migrator.up();
 }
+
+/** Readiness ping with its own timeout so a hung database cannot hang the probe. */
+export async function pingDatabase(orm: Orm, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const ping = orm.em
+      .fork()
+      .execute('select 1 as ok')
+      .then(() => true as const)
+      .catch(() => false as const);
+    return await Promise.race([ping, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

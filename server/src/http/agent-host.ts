@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { merchantRefByDomain } from '../modules/agent/discovery.js';
 import { ctxOf } from './context.js';
 
-const AGENT_PATH = /^\/(?:\.well-known\/(?:agentic-checkout|jwks)\.json|agent(?:\/.*)?)$/;
+const AGENT_PATH = /^\/(?:\.well-known\/(?:agentic-checkout|jwks)\.json|agent(?:\/.*)?|x402\/[^/]+)$/;
 
 /**
  * Serves the agent routes at the root of `<slug>.<discovery domain>` and of a merchant's own

@@ -1,8 +1,11 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { RouteMeta } from '@svc/contract';
 import { authenticate } from '../modules/accounts/service.js';
+import { authenticateSession } from '../modules/auth/service.js';
 import { ApiError } from '../lib/errors.js';
 import { ctxOf } from './context.js';
+import { isSameOrigin, sessionCookieOf } from './session-cookie.js';
+import { isLoopback } from '../modules/operator/channel.js';
 
 type RoutedRequest = Request & { tsRestRoute?: { metadata?: unknown } };
 
@@ -10,18 +13,42 @@ export function routeMeta(req: Request): RouteMeta | undefined {
   return (req as RoutedRequest).tsRestRoute?.metadata as RouteMeta | undefined;
 }
 
-/** Bearer-key auth and scope enforcement, driven by the contract's route metadata. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Auth and scope enforcement, driven by the contract's route metadata. `key` routes take a
+ * Bearer API key, or, without an Authorization header, a signed-in member's session cookie
+ * (every scope; the Svc-Mode and Svc-Project headers select mode and project); `session`
+ * routes take the cookie only. Cookie-authenticated writes must come from this origin.
+ */
 export async function authMiddleware(req: Request, _res: Response, next: NextFunction) {
   try {
     const meta = routeMeta(req);
     if (!meta || meta.auth === 'public') return next();
-    const header = req.headers.authorization;
-    if (!header) throw new ApiError('UNAUTHENTICATED');
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m) throw new ApiError('UNAUTHENTICATED', 'The Authorization header must be "Bearer <API_KEY>".');
     const ctx = ctxOf(req);
-    ctx.auth = await authenticate(ctx.em, m[1]!);
-    ctx.log = ctx.log.child({ key_id: ctx.auth.keyId, mode: ctx.auth.mode });
+    const header = req.headers.authorization;
+    if (meta.auth === 'operator') {
+      const token = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+      if (!token || !isLoopback(req.socket.remoteAddress) || !ctx.services.operator.accepts(token)) {
+        throw new ApiError('UNAUTHENTICATED', 'The operator channel needs the token of <SVC_DATA_DIR>/operator.json, from the server\'s own machine.');
+      }
+      return next();
+    }
+    if (header !== undefined && meta.auth === 'key') {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (!m) throw new ApiError('UNAUTHENTICATED', 'The Authorization header must be "Bearer <API_KEY>".');
+      ctx.auth = await authenticate(ctx.em, m[1]!, ctx.services.now());
+      ctx.log = ctx.log.child({ key_id: ctx.auth.keyId, mode: ctx.auth.mode });
+    } else {
+      const token = sessionCookieOf(req);
+      if (token === undefined) {
+        if (meta.auth === 'session') throw new ApiError('INVALID_SESSION', 'This route needs the signed-in session cookie (sign in with POST /v1/auth/email/start).');
+        throw new ApiError('UNAUTHENTICATED');
+      }
+      ctx.auth = await authenticateSession(ctx.em, token, ctx.services.now(), { mode: req.get('svc-mode'), projectId: req.get('svc-project') });
+      ctx.log = ctx.log.child({ user_id: ctx.auth.userId, mode: ctx.auth.mode });
+      if (!SAFE_METHODS.has(req.method) && !isSameOrigin(req, ctx.services.config)) throw new ApiError('CSRF_REJECTED');
+    }
     const missing = meta.scopes.filter((s) => !ctx.auth!.scopes.includes(s));
     if (missing.length > 0) {
       throw new ApiError('INSUFFICIENT_SCOPE', `The API key lacks the scope ${missing.join(', ')}.`);

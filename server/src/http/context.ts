@@ -1,12 +1,18 @@
-import type { Scope } from '@svc/contract';
+import type { Mode, Scope } from '@svc/contract';
 import type { Em, Orm } from '../db/orm.js';
 import type { Logger } from '../lib/logger.js';
 import type { Services } from '../services.js';
 
-export type Mode = 'test' | 'live';
+export type { Mode };
 
 export type AuthContext = {
-  keyId: string;
+  /** How the caller proved itself: a Bearer API key, or a signed-in member's session cookie. */
+  via: 'key' | 'session';
+  /** The API key (via key), else null. */
+  keyId: string | null;
+  /** The signed-in user and session (via session), else null. */
+  userId: string | null;
+  sessionId: string | null;
   projectId: string;
   mode: Mode;
   livemode: boolean;
@@ -45,3 +51,13 @@ export function authed(req: { ctx?: Ctx }): Ctx & { auth: AuthContext } {
 }
 
 export type { Orm };
+
+/** Where hosted links (review_url) point: SVC_PUBLIC_BASE_URL, else the origin the request came to. */
+export function publicBaseUrl(req: { ctx?: Ctx; protocol: string; get(name: string): string | undefined }): string {
+  return ctxOf(req).services.config.SVC_PUBLIC_BASE_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
+}
+
+/** The path prefix the agent used for this merchant (`/m/<ref>`, or '' on a discovery or merchant host). */
+export function agentPrefixOf(req: { agentPrefix?: string }, ref: string): string {
+  return req.agentPrefix ?? `/m/${ref}`;
+}

@@ -49,9 +49,9 @@ export function lineTotal(unitPrice: string, qty: number): string {
 }
 
 /**
- * Cart totals (decisions.md "Money"): computed at the currency's scale, half-up, unless a unit
- * price has more places than that scale, in which case the exact sum is kept and shown at that
- * price's scale (like its line total). Tax is zero: there is no tax engine, shown at the currency scale.
+ * Cart totals (decisions.md "Money"): shown at the currency's scale, or at the widest unit
+ * price's scale when a price has more places (like its line total); always the exact sum.
+ * Tax is zero: there is no tax engine, shown at the currency scale.
  */
 export function cartTotals(
   lines: { unitPrice: string; qty: number }[],
@@ -64,9 +64,11 @@ export function cartTotals(
     sum = sum.plus(toDecimal(lineTotal(line.unitPrice, line.qty)));
     maxPlaces = Math.max(maxPlaces, placesOf(line.unitPrice));
   }
-  // With more places than the currency has, the sum is exact at the widest unit price's scale.
+  // Each line total is exact at its unit price's places, so the sum has at most maxPlaces
+  // places: at the currency's scale (or the widest unit price's, when wider) it is exact and
+  // the rule's half-up rounding never has a digit to round. Nothing is rounded here.
   const shown = Math.max(scale, maxPlaces);
-  const subtotal = maxPlaces > scale ? sum : sum.toDecimalPlaces(scale, D.ROUND_HALF_UP);
+  const subtotal = sum;
   const tax = new D(0);
   const total = subtotal.plus(tax);
   return { subtotal: subtotal.toFixed(shown), tax: tax.toFixed(scale), total: total.toFixed(shown) };

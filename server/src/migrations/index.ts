@@ -5,6 +5,8 @@ import { Migration20261121000004Ingest } from './Migration20261121000004Ingest.j
 import { Migration20261123000001Settlement } from './Migration20261123000001Settlement.js';
 import { Migration20261123000010Hardening1 } from './Migration20261123000010Hardening1.js';
 import { Migration20261123000020Hardening2 } from './Migration20261123000020Hardening2.js';
+import { Migration20261123000040Keys } from './Migration20261123000040Keys.js';
+import { Migration20261123000050Accounts } from './Migration20261123000050Accounts.js';
 
 /** Every migration in order; listed explicitly so bundling or tsx never depends on a glob. */
 export const migrationsList = [
@@ -15,4 +17,6 @@ export const migrationsList = [
   { name: 'Migration20261123000001Settlement', class: Migration20261123000001Settlement },
   { name: 'Migration20261123000010Hardening1', class: Migration20261123000010Hardening1 },
   { name: 'Migration20261123000020Hardening2', class: Migration20261123000020Hardening2 },
+  { name: 'Migration20261123000040Keys', class: Migration20261123000040Keys },
+  { name: 'Migration20261123000050Accounts', class: Migration20261123000050Accounts },
 ];

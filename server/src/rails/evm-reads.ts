@@ -13,7 +13,7 @@ import {
   type PublicClient,
   type TransactionReceipt,
 } from 'viem';
-import type { ReasonCode } from '@svc/contract';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES, type ReasonCode } from '@svc/contract';
 import { ApiError } from '../lib/errors.js';
 import type { BroadcastRecord, PaymentProof, SettleOutcome } from './types.js';
 
@@ -26,13 +26,9 @@ export const USDC_ABI = [
     type: 'function',
     name: 'transferWithAuthorization',
     stateMutability: 'nonpayable',
+    // The signed typed-data fields, then the signature split into v, r, s.
     inputs: [
-      { name: 'from', type: 'address' },
-      { name: 'to', type: 'address' },
-      { name: 'value', type: 'uint256' },
-      { name: 'validAfter', type: 'uint256' },
-      { name: 'validBefore', type: 'uint256' },
-      { name: 'nonce', type: 'bytes32' },
+      ...TRANSFER_WITH_AUTHORIZATION_TYPES.TransferWithAuthorization,
       { name: 'v', type: 'uint8' },
       { name: 'r', type: 'bytes32' },
       { name: 's', type: 'bytes32' },
@@ -124,15 +120,37 @@ export function mapRevert(reason: string): { code: ReasonCode; human: string } {
   return { code: 'CAPTURE_FAILED', human: 'The token contract refused the transfer.' };
 }
 
-export function authorizationUsed(client: PublicClient, token: Address, proof: PaymentProof): Promise<boolean> {
+/** authorizationState(from, nonce), at `blockNumber` when given (a snapshot shared with other reads), else at the latest block. */
+export function authorizationUsed(client: PublicClient, token: Address, proof: PaymentProof, blockNumber?: bigint): Promise<boolean> {
   return chainRead(() =>
     client.readContract({
       address: token,
       abi: USDC_ABI,
       functionName: 'authorizationState',
       args: [getAddress(proof.authorization.from), proof.authorization.nonce as Hex],
+      ...(blockNumber === undefined ? {} : { blockNumber }),
     }),
   );
+}
+
+/**
+ * One block to judge an authorization at: whether it was used and whether it had expired must
+ * be read at the same block. Read at different moments, a transfer mined in between would
+ * look both unused (first read) and expired (second read), and be released though it moved.
+ */
+export type ChainSnapshot = { number: bigint; timeSec: number };
+export async function chainSnapshot(client: PublicClient): Promise<ChainSnapshot> {
+  const block = await chainRead(() => client.getBlock({ blockTag: 'latest' }));
+  return { number: block.number, timeSec: Number(block.timestamp) };
+}
+
+/**
+ * The authorization judged at one block: used (the transfer happened), expired unused (it can
+ * never happen: FiatToken refuses it after validBefore), or open.
+ */
+export async function authorizationAt(client: PublicClient, token: Address, proof: PaymentProof, at: ChainSnapshot): Promise<'used' | 'expired' | 'open'> {
+  if (await authorizationUsed(client, token, proof, at.number)) return 'used';
+  return at.timeSec >= proof.authorization.validBefore ? 'expired' : 'open';
 }
 
 export function usdcBalance(client: PublicClient, token: Address, owner: string): Promise<bigint> {
@@ -194,10 +212,6 @@ export async function settledOutcome(
   return last ? { status: 'settled', reference: last } : { status: 'pending', reference: null };
 }
 
-/** Seconds of the latest block: validity windows are judged by chain time, not ours. */
-export async function chainTimeSec(client: PublicClient): Promise<number> {
-  return chainRead(async () => Number((await client.getBlock({ blockTag: 'latest' })).timestamp));
-}
 
 /** Recorded hashes, oldest first. */
 export const hashesOf = (broadcasts: BroadcastRecord[]): Hex[] => broadcasts.map((b) => b.txHash);

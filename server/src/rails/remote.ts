@@ -5,9 +5,9 @@ import { base } from 'viem/chains';
 import type { ReasonCode } from '@svc/contract';
 import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { checkProof } from '../modules/gate/eip712.js';
-import { CHAINS } from '../modules/receiving/validate.js';
-import { authorizationUsed, chainRead, chainTimeSec, hashesOf, settledOutcome } from './evm-reads.js';
+import { CHAINS } from '@svc/contract';
+import { checkProof } from '../lib/eip3009.js';
+import { authorizationAt, authorizationUsed, chainRead, chainSnapshot, hashesOf, settledOutcome } from './evm-reads.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 
 export type RemoteFacilitatorOptions = {
@@ -185,10 +185,10 @@ export class RemoteFacilitator implements Facilitator {
 
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
     const { proof, broadcasts } = input;
-    if (await authorizationUsed(this.client, this.token, proof)) {
-      return settledOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
-    }
-    if ((await chainTimeSec(this.client)) >= proof.authorization.validBefore) {
+    // Used and expired judged at one block (a transfer mined between two reads is never released).
+    const state = await authorizationAt(this.client, this.token, proof, await chainSnapshot(this.client));
+    if (state === 'used') return settledOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
+    if (state === 'expired') {
       return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain without being used.' };
     }
     return { status: 'pending', reference: broadcasts.at(-1)?.txHash ?? null };

@@ -1,7 +1,6 @@
 import type { Hex } from 'viem';
-import type { ReasonCode } from '@svc/contract';
-import type { Authorization } from '../modules/gate/eip712.js';
-import type { ChainName } from '../modules/receiving/validate.js';
+import type { ChainName, ReasonCode } from '@svc/contract';
+import type { Authorization } from '../lib/eip3009.js';
 
 /**
  * A transport-neutral proof of payment: the session's requirement (chain, payTo, amount) and

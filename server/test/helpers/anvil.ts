@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -16,6 +15,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import { CHAINS } from '@svc/contract';
 import { EIP3009_TOKEN_ABI, EIP3009_TOKEN_RUNTIME, MULTICALL3_RUNTIME } from '../chain/eip3009-token.artifact.js';
+import { freePort } from './spawn.js';
 
 export const USDC_BASE = CHAINS.base.usdc as Address;
 export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a173976CA11';
@@ -52,17 +52,6 @@ function anvilBinary(): string {
 }
 
 /** A port the OS just handed out; a tiny race with other processes, retried by startAnvil. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;

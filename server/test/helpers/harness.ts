@@ -14,6 +14,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import type { DbTarget } from '../../src/db/orm.js';
 import { createApiKey, createProject } from '../../src/modules/accounts/service.js';
 import type { Services } from '../../src/services.js';
+import type { Logger } from '../../src/lib/logger.js';
 import { checkResponseAgainstOpenApi } from './openapi-responses.js';
 
 export type ApiResponse<T = any> = { status: number; body: T; headers: Headers; text: string };
@@ -33,6 +34,8 @@ export class TestApp {
     readonly target: DbTarget,
     readonly config: Config,
     private readonly cleanup: () => Promise<void>,
+    /** A logger to capture the app's logs (tests that read them); the config's level otherwise. */
+    private readonly log?: Logger,
   ) {}
 
   /**
@@ -40,7 +43,7 @@ export class TestApp {
    * PostgreSQL database; pass the same SVC_MASTER_KEY). That database belongs to the first
    * app: stopping this one leaves it in place, so stop this one first.
    */
-  static async start(env: Record<string, string> = {}, opts: { persistent?: boolean; target?: DbTarget } = {}): Promise<TestApp> {
+  static async start(env: Record<string, string> = {}, opts: { persistent?: boolean; target?: DbTarget; log?: Logger } = {}): Promise<TestApp> {
     let target: DbTarget;
     let cleanup: () => Promise<void> = async () => undefined;
     const adminUrl = process.env.DATABASE_URL;
@@ -64,13 +67,13 @@ export class TestApp {
       SVC_DATA_DIR: join(tmpdir(), `svc-test-${ulid()}`),
       ...env,
     });
-    const app = new TestApp(target, config, cleanup);
+    const app = new TestApp(target, config, cleanup, opts.log);
     await app.boot();
     return app;
   }
 
   private async boot() {
-    this.services = await createServices(this.config, { target: this.target });
+    this.services = await createServices(this.config, { target: this.target, ...(this.log ? { log: this.log } : {}) });
     const app = buildApp(this.services, { responseValidation: true });
     await new Promise<void>((resolve) => {
       this.server = app.listen(0, '127.0.0.1', () => resolve());
@@ -99,8 +102,8 @@ export class TestApp {
   /** A new project with a key in the given mode (every scope unless narrowed). */
   async key(mode: 'test' | 'live' = 'test', opts: { scopes?: Scope[]; projectId?: string } = {}): Promise<TestKey> {
     const em = this.services.orm.em.fork();
-    const projectId = opts.projectId ?? (await createProject(em, `p-${ulid()}`)).id;
-    const { key, secret } = await createApiKey(em, { projectId, mode, scopes: opts.scopes ?? [...SCOPES] });
+    const projectId = opts.projectId ?? (await createProject(em, `p-${ulid()}`, { now: this.services.now() })).id;
+    const { key, secret } = await createApiKey(em, { projectId, mode, scopes: opts.scopes ?? [...SCOPES], now: this.services.now() });
     return { id: key.id, secret, projectId, mode };
   }
 

@@ -9,10 +9,12 @@ import { OPENAPI_JSON_PATH } from '../../../scripts/emit-openapi.js';
  * operation answering a status it does not declare, or a body its schema rejects, throws.
  */
 type Operation = { operationId: string; responses: Record<string, { content?: Record<string, { schema?: unknown }> }> };
-type Doc = { paths: Record<string, Record<string, Operation>> };
+type Doc = { paths: Record<string, Record<string, Operation>>; components?: Record<string, unknown> };
 type Route = { re: RegExp; params: number; ops: Record<string, Operation> };
 
 let routes: Route[] | null = null;
+/** The document's components, carried beside each compiled schema so `#/components/...` refs resolve. */
+let components: Record<string, unknown> = {};
 const ajv = new Ajv({ strict: false, allErrors: true });
 ajv.addFormat('uri', (v: string) => URL.canParse(v));
 ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
@@ -21,6 +23,7 @@ const compiled = new Map<string, ValidateFunction>();
 function load(): Route[] {
   if (routes) return routes;
   const doc = JSON.parse(readFileSync(OPENAPI_JSON_PATH, 'utf8')) as Doc;
+  components = doc.components ?? {};
   routes = Object.entries(doc.paths)
     .map(([template, ops]) => {
       const parts = template.split(/\{[^}]+\}/).map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
@@ -54,7 +57,7 @@ export function checkResponseAgainstOpenApi(method: string, path: string, status
   const key = `${op.operationId} ${status}`;
   let validate = compiled.get(key);
   if (!validate) {
-    validate = ajv.compile(schema as object);
+    validate = ajv.compile({ ...(schema as object), components });
     compiled.set(key, validate);
   }
   const body: unknown = JSON.parse(text);

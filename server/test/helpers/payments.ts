@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { toHex, type Hex } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
-import { transferTypedData, type Authorization } from '../../src/modules/gate/eip712.js';
-import type { ChainName } from '../../src/modules/receiving/validate.js';
+import type { ChainName } from '@svc/contract';
+import { transferTypedData, type Authorization } from '../../src/lib/eip3009.js';
 import type { BroadcastRecord, PaymentProof } from '../../src/rails/types.js';
 
 export const silentLog = () => pino({ level: 'silent' });

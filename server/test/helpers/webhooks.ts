@@ -2,7 +2,8 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { ulid } from 'ulid';
-import { recordEvent, type EventEnvelope, type EventType } from '../../src/modules/events/service.js';
+import type { OrderEventObject, WebhookEventType } from '@svc/contract';
+import type { EventEnvelope } from '../../src/modules/events/service.js';
 import type { TestApp, TestKey } from './harness.js';
 
 export type Hit = { raw: Buffer; headers: IncomingHttpHeaders; path: string };
@@ -84,7 +85,7 @@ export async function waitUntil<T>(probe: () => Promise<T | null | undefined | f
 }
 
 /** A realistic section 6 order object. */
-export function orderObject(merchantId: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+export function orderObject(merchantId: string, overrides: Partial<OrderEventObject> = {}): OrderEventObject {
   const suffix = ulid().toLowerCase();
   return {
     id: `ord_${suffix}`,
@@ -108,13 +109,13 @@ export function orderObject(merchantId: string, overrides: Record<string, unknow
 export async function recordEvents(
   app: TestApp,
   key: Pick<TestKey, 'projectId' | 'mode'>,
-  types: EventType[],
-  object: Record<string, unknown> = orderObject('mrch_00000000000000000000000000'),
+  types: WebhookEventType[],
+  object: OrderEventObject = orderObject('mrch_00000000000000000000000000'),
 ): Promise<EventEnvelope[]> {
   return app.services.orm.em.fork().transactional(async (tx) => {
     const out: EventEnvelope[] = [];
     for (const type of types) {
-      out.push(await recordEvent(tx, { projectId: key.projectId, merchantId: null, livemode: key.mode === 'live', type, object }));
+      out.push(await app.services.events.record(tx, { projectId: key.projectId, merchantId: null, livemode: key.mode === 'live', type, object }));
     }
     return out;
   });

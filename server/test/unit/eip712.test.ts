@@ -2,8 +2,8 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { toHex, type Hex } from 'viem';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { checkAuthorization, recoverAuthorizationSigner, transferTypedData, type Authorization } from '../../src/modules/gate/eip712.js';
-import { CHAINS } from '../../src/modules/receiving/validate.js';
+import { checkAuthorization, recoverAuthorizationSigner, transferTypedData, type Authorization } from '../../src/lib/eip3009.js';
+import { CHAINS } from '@svc/contract';
 
 const NOW = 1_760_000_000;
 const payer = privateKeyToAccount(generatePrivateKey());
@@ -66,7 +66,11 @@ describe('checkAuthorization', () => {
 
   it('accepts lower-case addresses and payTo in another case', async () => {
     const a = auth({ from: payer.address.toLowerCase(), to: payTo.toLowerCase() });
-    expect(await check(a, await sign(a), { payTo: payTo.toUpperCase().replace('0X', '0x') })).toMatchObject({ ok: true });
+    const r = await check(a, await sign(a), { payTo: payTo.toUpperCase().replace('0X', '0x') });
+    expect(r).toMatchObject({ ok: true });
+    // The replay key (chain, payer, nonce) is built from this canonical form: one spelling per payer.
+    expect(r.ok && r.authorization.from).toBe(payer.address);
+    expect(r.ok && r.authorization.nonce).toBe(a.nonce.toLowerCase());
   });
 
   it("GIVEN a signature under the wrong domain name ('USD Coin' on base-sepolia) THEN SIGNER_MISMATCH", async () => {

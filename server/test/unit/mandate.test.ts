@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { CompactSign, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyMandate, type MandateContext } from '../../src/modules/gate/mandate.js';
+import { verifyMandate, type IssuerKeySets, type MandateContext } from '../../src/modules/gate/mandate.js';
 
 type Served = { url: string; hits: () => number; close: () => Promise<void> };
 
@@ -221,8 +221,10 @@ describe('verifyMandate: issuer JWKS fetching', () => {
     const kp = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
     const own = await serveJwks({ keys: [{ ...(await exportJWK(kp.publicKey)), kid: KID }] });
     try {
+      // The process's key sets (services.caches.issuerKeys in the server).
+      const issuerKeys: IssuerKeySets = new Map();
       for (let i = 0; i < 3; i++) {
-        const r = await svc(claims({ sub: `m-${i}` }), { jwksUrl: own.url }, {}, kp.privateKey);
+        const r = await svc(claims({ sub: `m-${i}` }), { jwksUrl: own.url, issuerKeys }, {}, kp.privateKey);
         expect(r).toMatchObject({ ok: true, ref: `m-${i}` });
       }
       expect(own.hits()).toBe(1);

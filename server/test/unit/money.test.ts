@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  toDecimal,
   addDecimal,
   cartTotals,
   compareDecimal,
@@ -51,6 +52,24 @@ describe('cartTotals', () => {
     expect(cartTotals([{ unitPrice: '0.125', qty: 3 }], 'USD')).toEqual({ subtotal: '0.375', tax: '0.00', total: '0.375' });
     expect(cartTotals([{ unitPrice: '0.125', qty: 2 }, { unitPrice: '1.10', qty: 1 }], 'USD').total).toBe('1.350');
     expect(cartTotals([{ unitPrice: '0.00000001', qty: 1 }, { unitPrice: '1.00', qty: 1 }], 'USD').total).toBe('1.00000001');
+  });
+  it('GIVEN any cart THEN the total is the exact sum of unit price x qty, never rounded (pins that no rounding branch can change a total)', () => {
+    // Deterministic pseudo-random carts over scales 0-8 and currencies of scale 0, 2 and 3.
+    let seed = 42;
+    const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let i = 0; i < 500; i++) {
+      const currency = ['USD', 'JPY', 'KWD'][rnd(3)]!;
+      const lines = Array.from({ length: 1 + rnd(4) }, () => {
+        const places = rnd(9);
+        const digits = String(1 + rnd(10 ** 6));
+        const unitPrice = places === 0 ? digits : `${digits.slice(0, -places) || '0'}.${digits.padStart(places, '0').slice(-places)}`;
+        return { unitPrice, qty: 1 + rnd(1000) };
+      });
+      const exact = lines.reduce((acc, l) => acc.plus(toDecimal(l.unitPrice).times(l.qty)), toDecimal('0'));
+      const t = cartTotals(lines, currency);
+      expect(toDecimal(t.total).equals(exact), `${JSON.stringify(lines)} ${currency} -> ${t.total}`).toBe(true);
+      expect(t.subtotal).toBe(t.total);
+    }
   });
   it('uses scale 0 for JPY and KRW', () => {
     expect(cartTotals([{ unitPrice: '1200', qty: 2 }], 'JPY')).toEqual({ subtotal: '2400', tax: '0', total: '2400' });

@@ -3,7 +3,7 @@ import { encodeAbiParameters, getAddress, keccak256, type Address, type Hex } fr
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ApiError } from '../../src/lib/errors.js';
-import { checkAuthorization } from '../../src/modules/gate/eip712.js';
+import { checkAuthorization } from '../../src/lib/eip3009.js';
 import {
   cardRailNotImplemented,
   createFacilitators,

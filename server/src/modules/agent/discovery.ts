@@ -5,6 +5,7 @@ import { ApiError } from '../../lib/errors.js';
 import { hasPrefix } from '../../lib/ids.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
+import { listCatalogItems } from '../catalog/service.js';
 import { activePolicy } from '../policy/service.js';
 import { effectiveRails } from '../receiving/validate.js';
 
@@ -43,7 +44,8 @@ export function agentRails(m: MerchantRow, allowed: RailName[] | null): RailName
 }
 
 type CachedManifest = { version: number; body: Manifest; bytes: string; etag: string };
-const cache = new Map<string, CachedManifest>();
+/** Built manifests by (merchant, prefix), held by the services (services.caches.manifests). */
+export type ManifestCache = Map<string, CachedManifest>;
 const CACHE_MAX = 1000;
 
 /**
@@ -52,7 +54,7 @@ const CACHE_MAX = 1000;
  * request always reads the current version from the database, so no process serves a
  * manifest older than the last committed write.
  */
-export async function manifestFor(em: Em, m: MerchantRow, prefix: string): Promise<CachedManifest> {
+export async function manifestFor(cache: ManifestCache, em: Em, m: MerchantRow, prefix: string): Promise<CachedManifest> {
   const key = `${m.id}|${prefix}`;
   const hit = cache.get(key);
   if (hit && hit.version === m.configVersion) return hit;
@@ -81,6 +83,16 @@ export async function manifestFor(em: Em, m: MerchantRow, prefix: string): Promi
       min_reputation_tier: policy.minReputationTier,
     },
   };
+  // Each item any x402 client can buy: GET <prefix>/x402/<sku> answers 402 with the requirements.
+  if (payTo.x402) {
+    const items = (await listCatalogItems(em, m.id, true)).filter((i) => i.currency === 'USD');
+    manifest.paid_resources = items.map((i) => ({
+      sku: i.sku,
+      name: i.name,
+      url: `${prefix}/x402/${encodeURIComponent(i.sku)}`,
+      price: { amount: i.priceAmount, currency: i.currency },
+    }));
+  }
   const bytes = JSON.stringify(manifest);
   const entry = { version: m.configVersion, body: manifest, bytes, etag: `"${createHash('sha256').update(bytes).digest('hex').slice(0, 32)}"` };
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);

@@ -16,7 +16,7 @@ export const CatalogItemEntity = defineEntity({
     category: p.string().nullable(),
     unit: p.string().nullable(),
     metadata: p.json<Record<string, unknown>>().nullable(),
-    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
-    updatedAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()).onUpdate(() => new Date()),
+    createdAt: p.datetime().columnType('timestamptz'),
+    updatedAt: p.datetime().columnType('timestamptz'),
   },
 });

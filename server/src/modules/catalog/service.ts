@@ -43,6 +43,7 @@ export async function createCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
   try {
     return await ctx.em.transactional(async (tx) => {
       const m = await resolveMerchant(tx, ctx.auth, merchantId);
+      const now = ctx.services.now();
       const item = tx.create(CatalogItemEntity, {
         id: newId('prod'),
         merchantId: m.id,
@@ -55,9 +56,11 @@ export async function createCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
         category: body.category ?? null,
         unit: body.unit ?? null,
         metadata: body.metadata ?? null,
+        createdAt: now,
+        updatedAt: now,
       });
       await tx.flush();
-      await bumpConfigVersion(tx, m.id);
+      await bumpConfigVersion(tx, m.id, now);
       return item;
     });
   } catch (err) {
@@ -87,9 +90,10 @@ export async function updateCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
     if (patch.description !== undefined) item.description = patch.description;
     if (patch.category !== undefined) item.category = patch.category;
     if (patch.unit !== undefined) item.unit = patch.unit;
-    item.updatedAt = new Date();
+    const now = ctx.services.now();
+    item.updatedAt = now;
     await tx.flush();
-    await bumpConfigVersion(tx, m.id);
+    await bumpConfigVersion(tx, m.id, now);
     return item;
   });
 }
@@ -100,8 +104,14 @@ export async function deleteCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
     const m = await resolveMerchant(tx, ctx.auth, merchantId);
     const item = await findItem(tx, m.id, sku);
     item.available = false;
-    item.updatedAt = new Date();
+    const now = ctx.services.now();
+    item.updatedAt = now;
     await tx.flush();
-    await bumpConfigVersion(tx, m.id);
+    await bumpConfigVersion(tx, m.id, now);
   });
+}
+
+/** One item of a merchant by SKU, or null. */
+export async function findCatalogItem(em: Em, merchantId: string, sku: string): Promise<CatalogRow | null> {
+  return em.findOne(CatalogItemEntity, { merchantId, sku });
 }

@@ -1,9 +1,8 @@
 import { defineEntity, p } from '@mikro-orm/core';
-import type { PaymentRequired, Total } from '@svc/contract';
+import type { ChainName, MandateInput, PaymentRequired, RailName, SessionState, SessionView, Total, VerdictView } from '@svc/contract';
 
-export type SessionLine = { sku: string; name: string; qty: number; unitPrice: string; lineTotal: string; productId: string };
-export type StoredVerdict = { decision: 'accept' | 'reject' | 'hold'; tier: string; reasonCodes: string[]; signals: Record<string, unknown> };
-export type StoredMandate = { type: 'svc' | 'ap2' | 'acp' | 'none'; token?: string; raw?: unknown };
+/** A session line as the session view shows it, plus the catalog row it was priced from. */
+export type SessionLine = SessionView['lines'][number] & { productId: string };
 
 export const CheckoutSessionEntity = defineEntity({
   name: 'CheckoutSession',
@@ -13,26 +12,26 @@ export const CheckoutSessionEntity = defineEntity({
     merchantId: p.string(),
     livemode: p.boolean(),
     agentId: p.string().columnType('uuid'),
-    state: p.string().$type<'awaiting_payment' | 'settling' | 'accepted' | 'rejected' | 'held' | 'approved' | 'expired'>(),
+    state: p.string().$type<SessionState>(),
     lines: p.json<SessionLine[]>(),
     currency: p.string(),
     subtotal: p.string(),
     tax: p.string(),
     total: p.string(),
     amountBaseUnits: p.string().nullable(),
-    rail: p.string().$type<'x402' | 'card' | 'mock'>(),
+    rail: p.string().$type<RailName>(),
     payTo: p.string().nullable(),
-    chain: p.string().$type<'base' | 'base-sepolia'>().nullable(),
+    chain: p.string().$type<ChainName>().nullable(),
     asset: p.string().nullable(),
     buyer: p.json<Record<string, unknown>>().nullable(),
     buyerIntent: p.string().nullable(),
-    mandate: p.json<StoredMandate>().nullable(),
+    mandate: p.json<MandateInput>().nullable(),
     pathPrefix: p.string(),
     idempotencyKey: p.string().nullable(),
     requestHash: p.string(),
     createResponse: p.text().nullable(),
     payment: p.json<Record<string, unknown>>().nullable(),
-    verdict: p.json<StoredVerdict>().nullable(),
+    verdict: p.json<VerdictView>().nullable(),
     settlePaymentHash: p.string().nullable(),
     settleStatus: p.integer().nullable(),
     settleResponse: p.text().nullable(),
@@ -45,8 +44,8 @@ export const CheckoutSessionEntity = defineEntity({
     /** The gate's result while held or settling, so approval and phase 3 use exactly what was gated. */
     gate: p.json<Record<string, unknown>>().nullable(),
     /** Why the last attempt to pay failed (shown on the poll until the next settle). */
-    paymentError: p.json<{ reasonCodes: string[]; errorHuman: string }>().nullable(),
-    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
+    paymentError: p.json<NonNullable<SessionView['paymentError']>>().nullable(),
+    createdAt: p.datetime().columnType('timestamptz'),
     expiresAt: p.datetime().columnType('timestamptz'),
     settledAt: p.datetime().columnType('timestamptz').nullable(),
     holdExpiresAt: p.datetime().columnType('timestamptz').nullable(),

@@ -1,26 +1,27 @@
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
+import { deleteRateLimitBucketsBefore, hitRateLimitBucket } from './store.js';
 
 /**
- * Fixed one-minute windows counted in PostgreSQL with one atomic upsert, so every server
+ * Fixed windows (one minute unless `windowSeconds` says otherwise) counted in PostgreSQL with one atomic upsert, so every server
  * process shares the count (an in-memory limiter would multiply the limit by the number of
  * processes). Old windows are swept opportunistically.
  */
-export async function consumeRateLimit(em: Em, bucket: string, limitPerMinute: number, now: Date): Promise<void> {
-  const windowStart = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
-  const rows = await em.execute<Array<{ hits: number }>>(
-    `insert into rate_limit_buckets (bucket, window_start, hits) values (?, ?, 1)
-     on conflict (bucket, window_start) do update set hits = rate_limit_buckets.hits + 1
-     returning hits`,
-    [bucket, windowStart],
-  );
-  if (Math.random() < 0.01) {
-    await em.execute('delete from rate_limit_buckets where window_start < ?', [new Date(windowStart.getTime() - 3_600_000)]);
-  }
-  const hits = Number(rows[0]?.hits ?? 0);
+export async function consumeRateLimit(
+  em: Em,
+  bucket: string,
+  limitPerMinute: number,
+  now: Date,
+  opts: { windowSeconds?: number; human?: (retryAfter: number) => string } = {},
+): Promise<void> {
+  const windowMs = (opts.windowSeconds ?? 60) * 1000;
+  const windowStart = new Date(Math.floor(now.getTime() / windowMs) * windowMs);
+  const hits = await hitRateLimitBucket(em, bucket, windowStart);
+  if (Math.random() < 0.01) await deleteRateLimitBucketsBefore(em, new Date(windowStart.getTime() - Math.max(3_600_000, 2 * windowMs)));
   if (hits > limitPerMinute) {
-    const retryAfter = Math.max(1, Math.ceil((windowStart.getTime() + 60_000 - now.getTime()) / 1000));
-    throw new ApiError('RATE_LIMITED', `Checkout creation is limited to ${limitPerMinute} per minute per agent and merchant; retry in ${retryAfter} s.`, {
+    const retryAfter = Math.max(1, Math.ceil((windowStart.getTime() + windowMs - now.getTime()) / 1000));
+    const human = opts.human?.(retryAfter) ?? `Checkout creation is limited to ${limitPerMinute} per minute per agent and merchant; retry in ${retryAfter} s.`;
+    throw new ApiError('RATE_LIMITED', human, {
       headers: { 'Retry-After': String(retryAfter) },
     });
   }

@@ -1,5 +1,5 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { resolvePolicy, type CheckoutCreated, type CreateCheckoutBody, type PaymentRequired, type RailName, type SessionView, type TrustTier } from '@svc/contract';
+import { CHAINS, resolvePolicy, type CheckoutCreated, type CreateCheckoutBody, type PaymentRequired, type RailName, type SessionView, type TrustTier } from '@svc/contract';
 import type { Ctx } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
@@ -10,7 +10,6 @@ import { agentRails } from '../agent/discovery.js';
 import { CatalogItemEntity } from '../catalog/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { activePolicy, railSettles } from '../policy/service.js';
-import { CHAINS } from '../receiving/validate.js';
 import { CheckoutSessionEntity, totalOf, type SessionLine, type SessionRow } from './entity.js';
 import { consumeRateLimit } from './rate-limit.js';
 
@@ -174,6 +173,11 @@ export async function findSession(em: Em, m: Pick<MerchantRow, 'id'>, id: string
   const s = await em.findOne(CheckoutSessionEntity, { id, merchantId: m.id });
   if (!s) throw new ApiError('SESSION_NOT_FOUND');
   return s;
+}
+
+/** The session an agent opened with this idempotency key at this merchant, if any (x402 purchases key on the payment). */
+export async function findSessionByIdempotencyKey(em: Em, merchantId: string, agentId: string, key: string): Promise<SessionRow | null> {
+  return em.findOne(CheckoutSessionEntity, { merchantId, agentId, idempotencyKey: key });
 }
 
 /** The poll view of decisions.md (camelCase, unix seconds). */

@@ -1,5 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
-import { humanOf, resolvePolicy, type ReasonCode, type SettleBody } from '@svc/contract';
+import type { ServerInferResponseBody, ServerInferResponses } from '@ts-rest/core';
+import { humanOf, resolvePolicy, type contract, type ReasonCode, type SettleRejected, type TrustTier } from '@svc/contract';
 import type { Hex } from 'viem';
 import type { Em } from '../../db/orm.js';
 import type { Ctx } from '../../http/context.js';
@@ -8,30 +9,34 @@ import { ApiError } from '../../lib/errors.js';
 import { facilitatorFor, settleMockRail } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
 import type { Services } from '../../services.js';
-import { MIN_VALIDITY_SECONDS, type Authorization } from '../gate/eip712.js';
+import { MIN_VALIDITY_SECONDS, type Authorization } from '../../lib/eip3009.js';
 import { verifyMandate, type MandateResult } from '../gate/mandate.js';
 import { evaluatePolicy, trustTier, type Verdict } from '../gate/verdict.js';
-import { recordEvent } from '../events/service.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity } from '../orders/entity.js';
 import { activePolicy, policyHash } from '../policy/service.js';
 import { applyOutcome, readReputation } from '../reputation/service.js';
-import { newOrder, orderObject, storeSettleResult, writeAccepted, type AcceptedResult, type GateContext } from '../settlement/accepted.js';
+import { presentOrderEvent } from '../orders/present.js';
+import { newOrder, storeSettleResult, writeAccepted, type AcceptedResult, type GateContext } from '../settlement/accepted.js';
 import { driveAttempt, markSettled, openAttempt, type AttemptOutcome } from '../settlement/engine.js';
 import type { ReturnState } from '../settlement/entity.js';
 import { CheckoutSessionEntity, totalOf, type SessionRow } from './entity.js';
 import { findSession, pollCall } from './service.js';
+import { countVelocity, expireSession, lockGate, releaseMandateSubjects, releasePaymentNonces, reserveMandateSubject, reservePaymentNonce } from './store.js';
+
+/**
+ * The transport-neutral payment the gate settles: the canonical form every adapter (the JSON
+ * body, the x402 headers: modules/x402) produces, with validAfter/validBefore as integers.
+ */
+export type SettlePayment = { scheme: string; authorization: Authorization; signature: string } | { mock: true };
+export type SettleBody = { payment: SettlePayment };
 
 export const HOLD_REVIEW_SECONDS = 24 * 3600;
 /** Approval broadcasts an authorization only if it stays valid this long; else the agent signs a fresh one. */
 export const APPROVAL_MIN_VALIDITY_SECONDS = 60;
 
-export type SettleResult =
-  | AcceptedResult
-  | { status: 202; body: { status: 'hold'; review_url: string; reason_codes: string[]; error_human: string; next: string } }
-  | { status: 202; body: { status: 'settlement_pending'; reason_codes: string[]; error_human: string; next: string } }
-  | { status: 402; body: { status: 'payment_invalid'; reason_codes: string[]; error_human: string } }
-  | { status: 403; body: { status: 'rejected'; reason_codes: string[]; error_human: string } };
+/** What settle answers itself (the contract's settle responses; 403 only as the gate's rejection, other errors are thrown). */
+export type SettleResult = Extract<ServerInferResponses<typeof contract.agent.settle>, { status: 200 | 202 | 402 }> | { status: 403; body: SettleRejected };
 
 const paymentInvalid = (code: ReasonCode, human?: string): SettleResult => ({
   status: 402,
@@ -84,6 +89,18 @@ type Phase1 = { kind: 'done'; result: SettleResult } | { kind: 'drive'; attemptI
  * events). An in-process facilitator (the test-mode mock) settles inside phase 1.
  */
 export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string, body: SettleBody, baseUrl: string): Promise<SettleResult> {
+  // Every transport (JSON settle, x402 headers, the paid resource) settles here: one place to count outcomes.
+  try {
+    const result = await settleOnce(ctx, m, sessionId, body, baseUrl);
+    ctx.services.metrics.observeSettle(result.body.status, ('reason_codes' in result.body ? result.body.reason_codes[0] : undefined) ?? 'NONE');
+    return result;
+  } catch (err) {
+    ctx.services.metrics.observeSettle('error', err instanceof ApiError ? (err.codes[0] ?? 'INTERNAL') : 'INTERNAL');
+    throw err;
+  }
+}
+
+async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: SettleBody, baseUrl: string): Promise<SettleResult> {
   const { em, services } = ctx;
   const now = services.now();
   const nowSec = Math.floor(now.getTime() / 1000);
@@ -93,7 +110,7 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
   if (TERMINAL.has(s.state)) return replayOrConflict(s, paymentHash);
   if (s.state === 'settling') return whileSettling(s, paymentHash);
   if (s.state === 'expired' || now > s.expiresAt) {
-    if (s.state !== 'expired') await em.execute(`update checkout_sessions set state = 'expired' where id = ? and state = 'awaiting_payment'`, [s.id]);
+    if (s.state !== 'expired') await expireSession(em, s.id);
     throw new ApiError('SESSION_EXPIRED');
   }
   const approved = s.state === 'approved';
@@ -105,17 +122,17 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
   if (s.rail === 'card') return paymentInvalid('RAIL_NOT_IMPLEMENTED');
   if (s.rail === 'mock') {
     if (m.livemode) throw new ApiError('TEST_MODE_RAIL_FORBIDDEN');
-    if (x402) return await recordPaymentInvalid(em, s, paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', 'This session is on the mock rail: send {"payment":{"mock":true}}.'));
+    if (x402) return await recordPaymentInvalid(em, now, s, paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', 'This session is on the mock rail: send {"payment":{"mock":true}}.'));
   } else {
-    if (!x402) return await recordPaymentInvalid(em, s, paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', 'This session is on the x402 rail: send an x402-exact payment.'));
+    if (!x402) return await recordPaymentInvalid(em, now, s, paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', 'This session is on the x402 rail: send an x402-exact payment.'));
     if (x402.scheme !== 'x402-exact') {
-      return await recordPaymentInvalid(em, s, paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', `payment.scheme must be x402-exact, got ${x402.scheme}.`));
+      return await recordPaymentInvalid(em, now, s, paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', `payment.scheme must be x402-exact, got ${x402.scheme}.`));
     }
     const verified = await facilitator!.verify(
       { chain: s.chain!, payTo: s.payTo!, amountBaseUnits: s.amountBaseUnits!, authorization: x402.auth, signature: x402.signature },
       nowSec,
     );
-    if (!verified.ok) return await recordPaymentInvalid(em, s, paymentInvalid(verified.code, verified.human));
+    if (!verified.ok) return await recordPaymentInvalid(em, now, s, paymentInvalid(verified.code, verified.human));
     proof = verified.proof;
   }
 
@@ -131,6 +148,7 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
         agentId: s.agentId,
         livemode: m.livemode,
         now,
+        issuerKeys: ctx.services.caches.issuerKeys,
       });
   if (mandate.present && !mandate.ok && mandate.code === 'MANDATE_ISSUER_UNAVAILABLE') {
     // The issuer's keys could not be fetched: not the agent's fault, so not terminal.
@@ -147,7 +165,7 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
       if (locked.state !== (approved ? 'approved' : 'awaiting_payment')) throw new ApiError('SESSION_EXPIRED');
       // One gate at a time per (merchant, agent): velocity and daily caps count the agent's other
       // sessions, so a concurrent settle must wait for this one to commit (row locks cover only this session).
-      await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`gate:${locked.merchantId}:${locked.agentId}`]);
+      await lockGate(tx, locked.merchantId, locked.agentId);
 
       let gate: GateContext;
       if (approved) {
@@ -159,17 +177,13 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
           return done(await finishRejected(tx, ctx, m, locked, paymentHash, body, [mandate.code ?? 'MANDATE_MALFORMED'], mandate.human, tierNow, mandate, 'rejected'));
         }
         if (mandate.present && mandate.ok && mandate.issuer && mandate.subject) {
-          const won = await tx.execute(
-            'insert into mandate_subjects (issuer, subject, session_id) values (?, ?, ?) on conflict do nothing returning subject',
-            [mandate.issuer, mandate.subject, locked.id],
-          );
-          if (won.length === 0) {
+          if (!(await reserveMandateSubject(tx, locked.id, mandate.issuer, mandate.subject, now))) {
             return done(await finishRejected(tx, ctx, m, locked, paymentHash, body, ['MANDATE_REPLAY'], undefined, tierNow, mandate, 'replay_attempt'));
           }
         }
-        gate = await gateVerdict(tx, m, locked, mandate, reputation, body);
+        gate = await gateVerdict(tx, now, m, locked, mandate, reputation, body);
       }
-      if (proof) await reserveNonce(tx, locked, proof);
+      if (proof) await reserveNonce(tx, now, locked, proof);
       locked.policyVersion = gate.policyVersion;
       locked.policyHash = gate.policyHash;
       locked.payment = body.payment as Record<string, unknown>;
@@ -187,7 +201,7 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
   } catch (err) {
     if (err instanceof CaptureFailure) {
       const outcome = err.code === 'NONCE_ALREADY_USED' ? 'replay_attempt' : 'payment_invalid';
-      await em.fork().transactional((tx) => applyOutcome(tx, s.id, 'agent', s.agentId, outcome));
+      await em.fork().transactional((tx) => applyOutcome(tx, s.id, 'agent', s.agentId, outcome, services.now()));
       return paymentInvalid(err.code, err.human);
     }
     throw err;
@@ -203,19 +217,14 @@ function settleResultOf(outcome: AttemptOutcome, s: Pick<SessionRow, 'pathPrefix
 }
 
 /** Replay reservation of the authorization: one session per (chain, payer, nonce), by primary key. */
-async function reserveNonce(tx: Em, s: SessionRow, proof: PaymentProof) {
-  const won = await tx.execute(
-    'insert into payment_nonces (chain, payer, nonce, session_id) values (?, ?, ?, ?) on conflict do nothing returning nonce',
-    [proof.chain, proof.authorization.from.toLowerCase(), proof.authorization.nonce.toLowerCase(), s.id],
-  );
-  if (won.length > 0) return;
-  const mine = await tx.execute<Array<{ session_id: string }>>('select session_id from payment_nonces where chain = ? and payer = ? and nonce = ?', [
-    proof.chain,
-    proof.authorization.from.toLowerCase(),
-    proof.authorization.nonce.toLowerCase(),
-  ]);
+async function reserveNonce(tx: Em, now: Date, s: SessionRow, proof: PaymentProof) {
+  const holder = await reservePaymentNonce(tx, s.id, {
+    chain: proof.chain,
+    payer: proof.authorization.from.toLowerCase(),
+    nonce: proof.authorization.nonce.toLowerCase(),
+  }, now);
   // A held session approved again keeps its own reservation; anyone else's is a replay.
-  if (mine[0]?.session_id === s.id) return;
+  if (holder === s.id) return;
   // Roll back the mandate reservation too, but keep the reputation penalty.
   throw new CaptureFailure('NONCE_ALREADY_USED', humanOf('NONCE_ALREADY_USED'));
 }
@@ -223,13 +232,14 @@ async function reserveNonce(tx: Em, s: SessionRow, proof: PaymentProof) {
 /** Velocity, active policy and the verdict, with the inputs the receipt fingerprints. */
 async function gateVerdict(
   tx: Em,
+  now: Date,
   m: MerchantRow,
   s: SessionRow,
   mandate: MandateResult,
   reputation: Awaited<ReturnType<typeof readReputation>>,
   body: SettleBody,
 ): Promise<GateContext> {
-  const velocity = await velocityOf(tx, s);
+  const velocity = await countVelocity(tx, s, now);
   const policyRow = await activePolicy(tx, m.id);
   const policy = resolvePolicy(policyRow?.body);
   const verdict = evaluatePolicy({
@@ -300,25 +310,9 @@ async function beginCapture(
   return { kind: 'drive', attemptId: attempt.id, proof: proof!, facilitator };
 }
 
-async function recordPaymentInvalid(em: Em, s: SessionRow, result: SettleResult): Promise<SettleResult> {
-  await em.fork().transactional((tx) => applyOutcome(tx, s.id, 'agent', s.agentId, 'payment_invalid'));
+async function recordPaymentInvalid(em: Em, now: Date, s: SessionRow, result: SettleResult): Promise<SettleResult> {
+  await em.fork().transactional((tx) => applyOutcome(tx, s.id, 'agent', s.agentId, 'payment_invalid', now));
   return result;
-}
-
-/** Accepted and in-flight (held, settling) sessions of this agent at this merchant in the rolling windows. */
-async function velocityOf(tx: Em, s: SessionRow) {
-  const rows = await tx.execute<Array<{ last_hour: string | number; last_day: string | number; day_spend: string | null }>>(
-    `select
-       count(*) filter (where created_at > now() - interval '1 hour') as last_hour,
-       count(*) as last_day,
-       coalesce(sum(total::numeric), 0)::text as day_spend
-     from checkout_sessions
-     where merchant_id = ? and agent_id = ? and id <> ? and state in ('accepted', 'held', 'approved', 'settling')
-       and created_at > now() - interval '1 day'`,
-    [s.merchantId, s.agentId, s.id],
-  );
-  const r = rows[0]!;
-  return { lastHour: Number(r.last_hour), lastDay: Number(r.last_day), daySpend: r.day_spend ?? '0' };
 }
 
 async function finishRejected(
@@ -330,22 +324,23 @@ async function finishRejected(
   body: SettleBody,
   codes: ReasonCode[],
   human: string | undefined,
-  tier: string,
+  tier: TrustTier,
   mandate: MandateResult,
   outcome: 'rejected' | 'replay_attempt',
   verdict?: Verdict,
 ): Promise<SettleResult> {
   // Nothing is captured on a reject, so the authorization nonce and mandate are released.
   await releaseReservations(tx, s.id);
+  const now = ctx.services.now();
   s.state = 'rejected';
-  s.settledAt = ctx.services.now();
+  s.settledAt = now;
   s.payment = body.payment as Record<string, unknown>;
   s.verdict = verdict ?? { decision: 'reject', tier, reasonCodes: codes, signals: { mandateType: mandate.type } };
-  const order = newOrder(tx, m, s, 'reject', tier, { ...mandate, ref: mandate.ok ? mandate.ref : null });
+  const order = newOrder(tx, now, m, s, 'reject', tier, { ...mandate, ref: mandate.ok ? mandate.ref : null });
   s.orderId = order.id;
-  await applyOutcome(tx, s.id, 'agent', s.agentId, outcome);
+  await applyOutcome(tx, s.id, 'agent', s.agentId, outcome, now);
   await tx.flush();
-  await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: orderObject(order) });
+  await ctx.services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: presentOrderEvent(order), now });
   const result = rejected(codes, human ?? (codes.length > 1 ? `Rejected by the gate: ${codes.join(', ')}.` : undefined));
   storeSettleResult(s, paymentHash, result);
   await tx.flush();
@@ -353,8 +348,8 @@ async function finishRejected(
 }
 
 async function releaseReservations(tx: Em, sessionId: string) {
-  await tx.execute('delete from payment_nonces where session_id = ?', [sessionId]);
-  await tx.execute('delete from mandate_subjects where session_id = ?', [sessionId]);
+  await releasePaymentNonces(tx, sessionId);
+  await releaseMandateSubjects(tx, sessionId);
 }
 
 async function finishHeld(tx: Em, ctx: Ctx, m: MerchantRow, s: SessionRow, paymentHash: string, gate: GateContext, baseUrl: string): Promise<SettleResult> {
@@ -363,11 +358,11 @@ async function finishHeld(tx: Em, ctx: Ctx, m: MerchantRow, s: SessionRow, payme
   s.settledAt = now;
   s.holdExpiresAt = new Date(now.getTime() + HOLD_REVIEW_SECONDS * 1000);
   s.gate = gate as unknown as Record<string, unknown>;
-  const order = newOrder(tx, m, s, 'hold', gate.verdict.tier, gate.mandate);
+  const order = newOrder(tx, now, m, s, 'hold', gate.verdict.tier, gate.mandate);
   s.orderId = order.id;
-  await applyOutcome(tx, s.id, 'agent', s.agentId, 'held');
+  await applyOutcome(tx, s.id, 'agent', s.agentId, 'held', now);
   await tx.flush();
-  await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.held', object: orderObject(order) });
+  await ctx.services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.held', object: presentOrderEvent(order), now });
   const result: SettleResult = {
     status: 202,
     body: {
@@ -387,29 +382,27 @@ async function finishHeld(tx: Em, ctx: Ctx, m: MerchantRow, s: SessionRow, payme
  * Rejects a held or approved session (merchant decline, lapsed review window, lapsed
  * re-authorization), in the caller's transaction with the session row locked.
  */
-export async function rejectHeld(tx: Em, services: Pick<Services, 'now'>, m: MerchantRow, s: SessionRow, code: ReasonCode, opts: { penalize: boolean }) {
+export async function rejectHeld(tx: Em, services: Pick<Services, 'now' | 'events'>, m: MerchantRow, s: SessionRow, code: ReasonCode, opts: { penalize: boolean }) {
   await releaseReservations(tx, s.id);
   const order = s.orderId ? await tx.findOne(OrderEntity, { id: s.orderId }) : null;
+  const now = services.now();
   s.state = 'rejected';
-  s.settledAt = services.now();
+  s.settledAt = now;
   s.gate = null;
   s.verdict = { ...(s.verdict ?? { tier: order?.trustTier ?? 'cautious', signals: {} }), decision: 'reject', reasonCodes: [code] } as SessionRow['verdict'];
   if (order) order.decision = 'reject';
-  if (opts.penalize) await applyOutcome(tx, s.id, 'agent', s.agentId, 'rejected');
+  if (opts.penalize) await applyOutcome(tx, s.id, 'agent', s.agentId, 'rejected', now);
   await tx.flush();
-  if (order) await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: orderObject(order) });
+  if (order) await services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: presentOrderEvent(order), now });
   if (s.settlePaymentHash) storeSettleResult(s, s.settlePaymentHash, rejected([code]));
   await tx.flush();
 }
 
+/** The review's outcome, with the bodies of the contract's approve and decline responses. */
 export type HoldResolution =
-  | { kind: 'approved'; status: 200; body: AcceptedResult['body'] }
-  | {
-      kind: 'approval_pending';
-      status: 202;
-      body: { status: 'settlement_pending' | 'awaiting_reauthorization'; session_id: string; order_id: string | null; reason_codes: string[]; error_human: string };
-    }
-  | { kind: 'declined'; body: { status: 'rejected'; session_id: string; order_id: string | null } };
+  | { kind: 'approved'; status: 200; body: ServerInferResponseBody<typeof contract.sessions.approve, 200> }
+  | { kind: 'approval_pending'; status: 202; body: ServerInferResponseBody<typeof contract.sessions.approve, 202> }
+  | { kind: 'declined'; body: ServerInferResponseBody<typeof contract.sessions.decline, 200> };
 
 type ApprovalPhase1 =
   | { kind: 'done'; resolution: HoldResolution }
@@ -455,7 +448,7 @@ export async function resolveHold(ctx: Ctx, m: MerchantRow, sessionId: string, a
         const verified = await facilitator.verify(proof, Math.floor(now.getTime() / 1000));
         if (!verified.ok) throw new CaptureFailure(verified.code, verified.human);
         proof = verified.proof;
-        await reserveNonce(tx, locked, proof);
+        await reserveNonce(tx, now, locked, proof);
       }
       const began = await beginCapture(tx, services, m, locked, { paymentHash: locked.settlePaymentHash ?? '', gate, proof, facilitator, returnState: 'held' });
       if (began.kind === 'drive') return began;
@@ -487,7 +480,7 @@ export async function resolveHold(ctx: Ctx, m: MerchantRow, sessionId: string, a
  */
 async function askForReauthorization(tx: Em, services: Services, s: SessionRow, gate: GateContext): Promise<HoldResolution> {
   const now = services.now();
-  await tx.execute('delete from payment_nonces where session_id = ?', [s.id]);
+  await releasePaymentNonces(tx, s.id);
   s.state = 'approved';
   s.gate = gate as unknown as Record<string, unknown>;
   s.verdict = gate.verdict;

@@ -1,59 +1,55 @@
+import type { OrderEventObject, WebhookEvent, WebhookEventType } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
+import { insertEvent } from './store.js';
 
-export type EventType = 'order.accepted' | 'order.settled' | 'order.rejected' | 'order.held';
-
-export type EventEnvelope = {
-  id: string;
-  type: EventType;
-  created: number;
-  livemode: boolean;
-  api_version: 'v1';
-  data: { object: Record<string, unknown> };
-};
+/** An event as stored and delivered (the contract's WebhookEvent). */
+export type EventEnvelope = WebhookEvent;
 
 export type RecordEventInput = {
   projectId: string;
   merchantId: string | null;
   livemode: boolean;
-  type: EventType;
-  object: Record<string, unknown>;
+  type: WebhookEventType;
+  object: OrderEventObject;
+  /** Defaults to the outbox's clock (services.now()). */
   now?: Date;
 };
 
-/**
- * Transactional outbox: called with the transaction's `em` of the business change, so the
- * event exists exactly when the change commits. Delivery fan-out hooks in here.
- */
-export async function recordEvent(tx: Em, input: RecordEventInput): Promise<EventEnvelope> {
-  const now = input.now ?? new Date();
-  const envelope: EventEnvelope = {
-    id: newId('evt'),
-    type: input.type,
-    created: Math.floor(now.getTime() / 1000),
-    livemode: input.livemode,
-    api_version: 'v1',
-    data: { object: input.object },
-  };
-  await tx.execute('insert into events (id, project_id, merchant_id, livemode, type, payload, created_at) values (?, ?, ?, ?, ?, ?, ?)', [
-    envelope.id,
-    input.projectId,
-    input.merchantId,
-    input.livemode,
-    input.type,
-    JSON.stringify(envelope),
-    now,
-  ]);
-  await afterEventRecorded(tx, envelope, input);
-  return envelope;
-}
+/** What runs in the business transaction after an event row is written (webhook fan-out). */
+export type EventFanOut = (tx: Em, envelope: EventEnvelope, input: RecordEventInput) => Promise<void>;
 
-/** Delivery fan-out (webhooks module) plugs in here; it must use `tx` so it commits with the event. */
-export type EventHook = (tx: Em, envelope: EventEnvelope, input: RecordEventInput) => Promise<void>;
-const hooks: EventHook[] = [];
-export function onEventRecorded(hook: EventHook) {
-  hooks.push(hook);
-}
-async function afterEventRecorded(tx: Em, envelope: EventEnvelope, input: RecordEventInput) {
-  for (const hook of hooks) await hook(tx, envelope, input);
+/**
+ * Transactional outbox, built once with the services: `record` is called with the
+ * transaction's `em` of the business change, so the event and its fan-out (webhook
+ * deliveries) exist exactly when the change commits. `created` is the injected clock's.
+ */
+export class EventOutbox {
+  constructor(
+    private readonly clock: () => Date,
+    private readonly fanOut: readonly EventFanOut[],
+  ) {}
+
+  async record(tx: Em, input: RecordEventInput): Promise<EventEnvelope> {
+    const now = input.now ?? this.clock();
+    const envelope: EventEnvelope = {
+      id: newId('evt'),
+      type: input.type,
+      created: Math.floor(now.getTime() / 1000),
+      livemode: input.livemode,
+      api_version: 'v1',
+      data: { object: input.object },
+    };
+    await insertEvent(tx, {
+      id: envelope.id,
+      projectId: input.projectId,
+      merchantId: input.merchantId,
+      livemode: input.livemode,
+      type: input.type,
+      payload: JSON.stringify(envelope),
+      createdAt: now,
+    });
+    for (const hook of this.fanOut) await hook(tx, envelope, input);
+    return envelope;
+  }
 }

@@ -1,10 +1,10 @@
 import { compactVerify, createRemoteJWKSet, customFetch, decodeProtectedHeader, errors as joseErrors, type FetchImplementation } from 'jose';
-import type { ReasonCode } from '@svc/contract';
+import type { MandateInput as MandateBody, MandateType, ReasonCode } from '@svc/contract';
 import { compareDecimal } from '../../lib/money.js';
 import { checkOutboundUrl, guardedGet, type Resolver } from '../../lib/ssrf.js';
 
-export type MandateType = 'svc' | 'ap2' | 'acp' | 'none';
-export type MandateInput = { type: MandateType; token?: string; raw?: unknown } | null | undefined;
+/** The checkout's mandate as the agent sent it, if it sent one. */
+export type MandateInput = MandateBody | null | undefined;
 
 export type MandateResult = {
   type: MandateType;
@@ -30,6 +30,8 @@ export type MandateContext = {
   currency: string;
   agentId: string;
   now: Date;
+  /** The process's fetched issuer key sets (services.caches.issuerKeys); without it every check fetches. */
+  issuerKeys?: IssuerKeySets;
   /** JWKS fetch timeout; 2 s unless a test shortens it. */
   timeoutMs?: number;
   /**
@@ -52,8 +54,8 @@ export const JWKS_MAX_BYTES = 64 * 1024;
 export const ISSUER_UNAVAILABLE_HUMAN = 'The trusted issuer JWKS could not be fetched; retry shortly.';
 
 type RemoteJwks = ReturnType<typeof createRemoteJWKSet>;
-/** One remote key set per (URL, timeout, restriction), so every session of a merchant shares the cached keys. */
-const remoteSets = new Map<string, RemoteJwks>();
+/** One remote key set per (URL, timeout, restriction), so every session of a merchant shares the cached keys (held by the services). */
+export type IssuerKeySets = Map<string, RemoteJwks>;
 
 /** jose's fetch replaced by the guarded GET: address rules at connect time, size and time caps, no redirects. */
 function guardedFetch(restrict: boolean, timeoutMs: number, resolve: Resolver | undefined): FetchImplementation {
@@ -71,16 +73,16 @@ function guardedFetch(restrict: boolean, timeoutMs: number, resolve: Resolver | 
   };
 }
 
-function remoteJwks(url: string, timeoutMs: number, restrict: boolean, resolve: Resolver | undefined): RemoteJwks {
+function remoteJwks(url: string, timeoutMs: number, restrict: boolean, resolve: Resolver | undefined, remoteSets: IssuerKeySets | undefined): RemoteJwks {
   const key = `${timeoutMs} ${restrict} ${url}`;
-  let set = resolve ? undefined : remoteSets.get(key);
+  let set = resolve ? undefined : remoteSets?.get(key);
   if (!set) {
     set = createRemoteJWKSet(new URL(url), {
       timeoutDuration: timeoutMs,
       cacheMaxAge: JWKS_CACHE_MAX_AGE_MS,
       [customFetch]: guardedFetch(restrict, timeoutMs, resolve),
     });
-    if (!resolve) remoteSets.set(key, set);
+    if (!resolve) remoteSets?.set(key, set);
   }
   return set;
 }
@@ -189,7 +191,7 @@ export async function verifyMandate(input: MandateInput, ctx: MandateContext): P
 
   let payload: Uint8Array;
   try {
-    const keys = remoteJwks(ctx.jwksUrl, ctx.timeoutMs ?? JWKS_TIMEOUT_MS, restrict, ctx.resolve);
+    const keys = remoteJwks(ctx.jwksUrl, ctx.timeoutMs ?? JWKS_TIMEOUT_MS, restrict, ctx.resolve, ctx.issuerKeys);
     ({ payload } = await compactVerify(token, keys, { algorithms: ['EdDSA'] }));
   } catch (err) {
     const { code, human } = classify(err);

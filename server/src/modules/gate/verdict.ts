@@ -1,4 +1,4 @@
-import type { RailName, ReasonCode, ReputationTier, ResolvedPolicy, TrustTier } from '@svc/contract';
+import type { AgentReputation, RailName, ReasonCode, ReputationTier, ResolvedPolicy, TrustTier, VerdictView } from '@svc/contract';
 import { addDecimal, compareDecimal, decimalFromPolicyNumber } from '../../lib/money.js';
 import type { MandateResult } from './mandate.js';
 
@@ -9,19 +9,15 @@ export type VerdictInput = {
   rail: RailName;
   agentId: string;
   mandate: MandateResult;
-  reputation: { score: number; tier: ReputationTier; known: boolean };
+  reputation: Omit<AgentReputation, 'agentId'>;
   /** Accepted and in-flight sessions of this agent at this merchant, excluding the current one. */
   velocity: { lastHour: number; lastDay: number; daySpend: string };
   /** The buyer's stated intent for this checkout. */
   intent: string | null;
 };
 
-export type Verdict = {
-  decision: 'accept' | 'reject' | 'hold';
-  tier: TrustTier;
-  reasonCodes: ReasonCode[];
-  signals: Record<string, unknown>;
-};
+/** The session's verdict (the contract's VerdictView) with its codes from the registry. */
+export type Verdict = VerdictView & { reasonCodes: ReasonCode[] };
 
 const REPUTATION_RANK: Record<ReputationTier, number> = { risky: 0, standard: 1, trusted: 2, elite: 3 };
 const TRUST_RANK: Record<TrustTier, number> = { cautious: 0, standard: 1, trusted: 2, premium: 3 };

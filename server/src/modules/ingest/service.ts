@@ -1,16 +1,16 @@
 import { decodeJwt } from 'jose';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { TrustTier, type IngestSession, type Total } from '@svc/contract';
+import { TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
 import type { AuthContext, Ctx } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
-import { recordEvent } from '../events/service.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
-import { orderObject } from '../settlement/accepted.js';
+import { presentOrderEvent } from '../orders/present.js';
 import { applyOutcome, readReputation } from '../reputation/service.js';
+import { claimIngestReport, findIngestReport, sessionIdTakenElsewhere, setIngestReportOrder, upsertIngestedSession } from './store.js';
 
 type Authed = Ctx & { auth: AuthContext };
 
@@ -32,7 +32,7 @@ function totalOf(session: IngestSession): Total | null {
   return { currency: t.currency.toUpperCase(), subtotal: t.subtotal, tax: t.tax, total: t.total };
 }
 
-function newIngestOrder(tx: Em, m: MerchantRow, session: IngestSession, agentId: string, decision: 'accept' | 'reject' | 'hold', rail: string) {
+function newIngestOrder(tx: Em, now: Date, m: MerchantRow, session: IngestSession, agentId: string, decision: Decision, rail: string) {
   const tier = TrustTier.safeParse(session.verdict?.tier);
   return tx.create(OrderEntity, {
     id: newId('ord'),
@@ -52,25 +52,8 @@ function newIngestOrder(tx: Em, m: MerchantRow, session: IngestSession, agentId:
     trustTier: tier.success ? tier.data : 'standard',
     buyer: session.buyer ?? null,
     source: 'ingest',
+    createdAt: now,
   });
-}
-
-/** Claims the (project, mode, kind, session) slot; false when this report was already ingested. */
-async function claim(tx: Em, auth: AuthContext, kind: 'order' | 'decision', session: IngestSession, agentId: string, merchantId: string | null, decision: string) {
-  const rows = await tx.execute(
-    `insert into ingest_log (project_id, livemode, kind, session_id, agent_id, merchant_id, decision) values (?, ?, ?, ?, ?, ?, ?)
-     on conflict do nothing returning session_id`,
-    [auth.projectId, auth.livemode, kind, session.id, agentId, merchantId, decision],
-  );
-  return rows.length > 0;
-}
-
-async function priorLog(tx: Em, auth: AuthContext, kind: 'order' | 'decision', sessionId: string) {
-  const rows = await tx.execute<Array<{ order_id: string | null; receipt_id: string | null; agent_id: string; decision: string }>>(
-    'select order_id, receipt_id, agent_id, decision from ingest_log where project_id = ? and livemode = ? and kind = ? and session_id = ?',
-    [auth.projectId, auth.livemode, kind, sessionId],
-  );
-  return rows[0]!;
 }
 
 /**
@@ -80,16 +63,7 @@ async function priorLog(tx: Em, auth: AuthContext, kind: 'order' | 'decision', s
  * SESSION_NOT_INGESTIBLE that says nothing more about whose it is.
  */
 async function assertIngestible(em: Em, auth: AuthContext, sessionId: string, merchantId: string | null) {
-  const rows = await em.execute(
-    `select 1 from checkout_sessions where id = ?
-     union all select 1 from orders where session_id = ?
-       and not (source = 'ingest' and project_id = ? and livemode = ? and (cast(? as text) is null or merchant_id = ?))
-     union all select 1 from ingest_log where session_id = ? and not (project_id = ? and livemode = ?)
-     union all select 1 from ingested_sessions where session_id = ? and not (project_id = ? and livemode = ?)
-     limit 1`,
-    [sessionId, sessionId, auth.projectId, auth.livemode, merchantId, merchantId, sessionId, auth.projectId, auth.livemode, sessionId, auth.projectId, auth.livemode],
-  );
-  if (rows.length > 0) throw new ApiError('SESSION_NOT_INGESTIBLE');
+  if (await sessionIdTakenElsewhere(em, auth, sessionId, merchantId)) throw new ApiError('SESSION_NOT_INGESTIBLE');
 }
 
 /** Two projects racing to ingest one new session id: the loser's unique violation is the same 409. */
@@ -107,11 +81,7 @@ async function refusingCollisions<T>(work: () => Promise<T>): Promise<T> {
 export async function ingestSession(ctx: Authed, session: IngestSession) {
   const m = await anchor(ctx.em, ctx.auth, session.merchantId);
   await assertIngestible(ctx.em, ctx.auth, session.id, m?.id ?? null);
-  await ctx.em.execute(
-    `insert into ingested_sessions (project_id, livemode, session_id, merchant_id, payload) values (?, ?, ?, ?, ?)
-     on conflict (project_id, livemode, session_id) do update set merchant_id = excluded.merchant_id, payload = excluded.payload, updated_at = now()`,
-    [ctx.auth.projectId, ctx.auth.livemode, session.id, m?.id ?? null, JSON.stringify(session)],
-  );
+  await upsertIngestedSession(ctx.em, ctx.auth, { sessionId: session.id, merchantId: m?.id ?? null, payload: JSON.stringify(session), now: ctx.services.now() });
   return { ok: true as const, session_id: session.id, persisted: m !== null };
 }
 
@@ -120,11 +90,12 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
   const { session } = input;
   if (session.state !== 'accepted') throw new ApiError('VALIDATION_FAILED', `body.session.state: must be "accepted" to ingest an order, got ${JSON.stringify(session.state ?? null)}.`);
   const agentId = requireAgent(session);
+  const now = ctx.services.now();
   return refusingCollisions(() => ctx.em.transactional(async (tx) => {
     const m = await anchor(tx, ctx.auth, session.merchantId);
     await assertIngestible(tx, ctx.auth, session.id, m?.id ?? null);
-    if (!(await claim(tx, ctx.auth, 'order', session, agentId, m?.id ?? null, 'accept'))) {
-      const prior = await priorLog(tx, ctx.auth, 'order', session.id);
+    if (!(await claimIngestReport(tx, ctx.auth, { kind: 'order', sessionId: session.id, agentId, merchantId: m?.id ?? null, decision: 'accept', now }))) {
+      const prior = await findIngestReport(tx, ctx.auth, 'order', session.id);
       if (prior.order_id) return { order_id: prior.order_id, receipt_id: prior.receipt_id, event_ids: [], replayed: true as const };
       const rep = await readReputation(tx, 'agent', prior.agent_id);
       return { order_id: null, receipt_id: null, event_ids: [], replayed: true as const, reputation_score: rep.score };
@@ -135,7 +106,7 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
     if (m) {
       // A session reported held earlier and accepted now keeps its order id.
       const held = await tx.findOne(OrderEntity, { sessionId: session.id, merchantId: m.id });
-      const order = held ?? newIngestOrder(tx, m, session, agentId, 'accept', input.settlement.rail ?? session.railName ?? 'x402');
+      const order = held ?? newIngestOrder(tx, now, m, session, agentId, 'accept', input.settlement.rail ?? session.railName ?? 'x402');
       order.decision = 'accept';
       receiptId = newId('rcpt');
       order.settlementRef = input.settlement.reference;
@@ -147,25 +118,18 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
       } catch {
         claims = {};
       }
-      tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: session.id, merchantId: m.id, jws: input.receipt, claims });
+      tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: session.id, merchantId: m.id, jws: input.receipt, claims, createdAt: now });
       await tx.flush();
       orderId = order.id;
-      const object = orderObject(order);
+      const object = presentOrderEvent(order);
       for (const type of ['order.accepted', 'order.settled'] as const) {
-        const evt = await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type, object });
+        const evt = await ctx.services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type, object, now });
         eventIds.push(evt.id);
       }
-      await applyOutcome(tx, session.id, 'merchant', m.id, 'settled_merchant');
-      await tx.execute('update ingest_log set order_id = ?, receipt_id = ? where project_id = ? and livemode = ? and kind = ? and session_id = ?', [
-        orderId,
-        receiptId,
-        ctx.auth.projectId,
-        ctx.auth.livemode,
-        'order',
-        session.id,
-      ]);
+      await applyOutcome(tx, session.id, 'merchant', m.id, 'settled_merchant', now);
+      await setIngestReportOrder(tx, ctx.auth, 'order', session.id, { orderId, receiptId });
     }
-    const rep = await applyOutcome(tx, session.id, 'agent', agentId, 'accepted');
+    const rep = await applyOutcome(tx, session.id, 'agent', agentId, 'accepted', now);
     return { order_id: orderId, receipt_id: receiptId, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } };
   }));
 }
@@ -176,11 +140,12 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
   if (!decision) throw new ApiError('VALIDATION_FAILED', 'body.session.verdict.decision: is required.');
   if (decision === 'accept') throw new ApiError('VALIDATION_FAILED', 'body.session.verdict.decision: accepted sessions are reported with POST /v1/ingest/order.');
   const agentId = requireAgent(session);
+  const now = ctx.services.now();
   return refusingCollisions(() => ctx.em.transactional(async (tx) => {
     const m = await anchor(tx, ctx.auth, session.merchantId);
     await assertIngestible(tx, ctx.auth, session.id, m?.id ?? null);
-    if (!(await claim(tx, ctx.auth, 'decision', session, agentId, m?.id ?? null, decision))) {
-      const prior = await priorLog(tx, ctx.auth, 'decision', session.id);
+    if (!(await claimIngestReport(tx, ctx.auth, { kind: 'decision', sessionId: session.id, agentId, merchantId: m?.id ?? null, decision, now }))) {
+      const prior = await findIngestReport(tx, ctx.auth, 'decision', session.id);
       const rep = await readReputation(tx, 'agent', prior.agent_id);
       return {
         ok: true as const,
@@ -196,26 +161,21 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
       if (existing && existing.decision === 'accept') {
         throw new ApiError('VALIDATION_FAILED', 'body.session: this session was already ingested as an accepted order.');
       }
-      const order = existing ?? newIngestOrder(tx, m, session, agentId, decision, session.railName ?? 'x402');
+      const order = existing ?? newIngestOrder(tx, now, m, session, agentId, decision, session.railName ?? 'x402');
       order.decision = decision;
       await tx.flush();
-      const evt = await recordEvent(tx, {
+      const evt = await ctx.services.events.record(tx, {
         projectId: m.projectId,
         merchantId: m.id,
         livemode: m.livemode,
         type: decision === 'hold' ? 'order.held' : 'order.rejected',
-        object: orderObject(order),
+        object: presentOrderEvent(order),
+        now,
       });
       eventIds.push(evt.id);
-      await tx.execute('update ingest_log set order_id = ? where project_id = ? and livemode = ? and kind = ? and session_id = ?', [
-        order.id,
-        ctx.auth.projectId,
-        ctx.auth.livemode,
-        'decision',
-        session.id,
-      ]);
+      await setIngestReportOrder(tx, ctx.auth, 'decision', session.id, { orderId: order.id });
     }
-    const rep = await applyOutcome(tx, session.id, 'agent', agentId, decision === 'hold' ? 'held' : 'rejected');
+    const rep = await applyOutcome(tx, session.id, 'agent', agentId, decision === 'hold' ? 'held' : 'rejected', now);
     return { ok: true as const, decision, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } };
   }));
 }

@@ -22,7 +22,7 @@ export const MerchantEntity = defineEntity({
     /** Bumped by every catalog, receiving and publish write; the manifest cache keys on it. */
     configVersion: p.integer().default(1),
     publishedAt: p.datetime().columnType('timestamptz').nullable(),
-    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
-    updatedAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()).onUpdate(() => new Date()),
+    createdAt: p.datetime().columnType('timestamptz'),
+    updatedAt: p.datetime().columnType('timestamptz'),
   },
 });

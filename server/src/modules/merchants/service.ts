@@ -8,6 +8,7 @@ import { hasPrefix, newId } from '../../lib/ids.js';
 import { checkOutboundUrl } from '../../lib/ssrf.js';
 import { checkReceiving, type ReceivingFinding } from '../receiving/validate.js';
 import { MerchantEntity } from './entity.js';
+import { incrementConfigVersion } from './store.js';
 
 export type MerchantRow = InstanceType<typeof MerchantEntity.class>;
 
@@ -73,6 +74,7 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
     return await ctx.em.transactional(async (tx) => {
       // The partial unique index merchants_one_default keeps a single default even under races.
       const hasDefault = (await tx.count(MerchantEntity, { projectId, livemode, isDefault: true })) > 0;
+      const now = ctx.services.now();
       const m = tx.create(MerchantEntity, {
         id,
         projectId,
@@ -87,6 +89,8 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
         receiptSeedSealed: ctx.services.box.seal(seed.d, id),
         trustedSvcJwksUrl: jwksUrl ?? null,
         isDefault: !hasDefault,
+        createdAt: now,
+        updatedAt: now,
       });
       await tx.flush();
       return m;
@@ -164,15 +168,15 @@ export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: strin
     }
     if (body.trusted_svc_jwks_url !== undefined) m.trustedSvcJwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, m.livemode) ?? null;
     if (configChanged) m.configVersion += 1;
-    m.updatedAt = new Date();
+    m.updatedAt = ctx.services.now();
     await tx.flush();
     return m;
   });
 }
 
 /** Manifest cache invalidation hook: every catalog, receiving and publish write calls this in its transaction. */
-export async function bumpConfigVersion(em: Em, merchantId: string): Promise<void> {
-  await em.execute('update merchants set config_version = config_version + 1, updated_at = now() where id = ?', [merchantId]);
+export async function bumpConfigVersion(em: Em, merchantId: string, now: Date): Promise<void> {
+  await incrementConfigVersion(em, merchantId, now);
 }
 
 export async function merchantJwks(em: Em, id: string) {
@@ -192,7 +196,7 @@ export async function putReceiving(ctx: Ctx & { auth: AuthContext }, input: unkn
     const m = await lockMerchantRow(tx, await resolveMerchant(tx, ctx.auth, merchantId));
     m.receiving = normalizeReceiving(input, m.livemode);
     m.configVersion += 1;
-    m.updatedAt = new Date();
+    m.updatedAt = ctx.services.now();
     await tx.flush();
     return { receiving: m.receiving };
   });

@@ -1,5 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
-import type { Total } from '@svc/contract';
+import type { Decision, MandateType, OrderEventObject, Total, TrustTier } from '@svc/contract';
 
 export const OrderEntity = defineEntity({
   name: 'Order',
@@ -11,21 +11,21 @@ export const OrderEntity = defineEntity({
     merchantId: p.string(),
     livemode: p.boolean(),
     agentId: p.string(),
-    decision: p.string().$type<'accept' | 'reject' | 'hold'>(),
+    decision: p.string().$type<Decision>(),
     total: p.json<Total>().nullable(),
-    items: p.json<Array<{ sku: string; qty: number }>>(),
+    items: p.json<OrderEventObject['items']>(),
     railName: p.string(),
     settlementRef: p.string().nullable(),
     receiptId: p.string().nullable(),
-    mandateType: p.string().$type<'svc' | 'ap2' | 'acp' | 'none'>(),
+    mandateType: p.string().$type<MandateType>(),
     mandateRef: p.string().nullable(),
-    trustTier: p.string().$type<'premium' | 'trusted' | 'standard' | 'cautious'>(),
+    trustTier: p.string().$type<TrustTier>(),
     buyer: p.json<Record<string, unknown>>().nullable(),
     source: p.string().default('hosted'),
     /** Accepted hosted orders: the settled attempt that moved the funds (a constraint requires it). */
     settlementAttemptId: p.string().nullable(),
     settlementStatus: p.string().$type<'settled'>().nullable(),
-    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
+    createdAt: p.datetime().columnType('timestamptz'),
   },
 });
 export type OrderRow = InstanceType<typeof OrderEntity.class>;
@@ -35,11 +35,12 @@ export const ReceiptEntity = defineEntity({
   tableName: 'receipts',
   properties: {
     id: p.string().primary(),
-    orderId: p.string(),
+    /** A relation mapped to its key: the unit of work inserts the order before its receipt. */
+    orderId: () => p.manyToOne(OrderEntity).mapToPk().fieldName('order_id'),
     sessionId: p.string(),
     merchantId: p.string(),
     jws: p.text(),
     claims: p.json<Record<string, unknown>>(),
-    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
+    createdAt: p.datetime().columnType('timestamptz'),
   },
 });

@@ -1,30 +1,14 @@
-import type { Order } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import type { AuthContext } from '../../http/context.js';
+import type { AuthContext, Ctx } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix } from '../../lib/ids.js';
 import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
+import { sessionView } from '../checkout/service.js';
+import { resolveHold } from '../checkout/settle.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import { findMerchant, type MerchantRow } from '../merchants/service.js';
-import { OrderEntity, type OrderRow } from './entity.js';
-
-export function presentOrder(o: OrderRow): Order {
-  return {
-    id: o.id,
-    session_id: o.sessionId,
-    merchant_id: o.merchantId,
-    agent_id: o.agentId,
-    decision: o.decision,
-    total: o.total ?? null,
-    rail_name: o.railName,
-    ...(o.decision === 'accept' && o.settlementRef ? { settlement_ref: o.settlementRef } : {}),
-    ...(o.decision === 'accept' && o.receiptId ? { receipt_id: o.receiptId } : {}),
-    mandate_type: o.mandateType,
-    trust_tier: o.trustTier,
-    livemode: o.livemode,
-    created_at: o.createdAt.toISOString(),
-  };
-}
+import { OrderEntity } from './entity.js';
+import { presentOrder } from './present.js';
 
 /** The order feed of the key's project and mode, newest first (ids are time-sortable). */
 export async function listOrders(em: Em, auth: AuthContext, q: { limit: number; cursor?: string; merchant_id?: string }) {
@@ -46,4 +30,27 @@ export async function sessionForMerchantKey(em: Em, auth: AuthContext, id: strin
   const merchant = session ? await em.findOne(MerchantEntity, { id: session.merchantId, projectId: auth.projectId, livemode: auth.livemode }) : null;
   if (!session || !merchant) throw new ApiError('NOT_FOUND', 'No such session.');
   return { session, merchant };
+}
+
+/** GET /v1/sessions/<id>: the poll view of one of the key's sessions. */
+export async function getMerchantSession(ctx: Ctx & { auth: AuthContext }, id: string) {
+  const { session } = await sessionForMerchantKey(ctx.em, ctx.auth, id);
+  return sessionView(session, ctx.services.now());
+}
+
+/** POST /v1/sessions/<id>/approve: 200 when captured, 202 while the chain or the agent is awaited. */
+export async function approveHeldSession(ctx: Ctx & { auth: AuthContext }, id: string) {
+  const { merchant } = await sessionForMerchantKey(ctx.em, ctx.auth, id);
+  const out = await resolveHold(ctx, merchant, id, 'approve');
+  if (out.kind === 'approved') return { status: 200 as const, body: out.body };
+  if (out.kind === 'approval_pending') return { status: 202 as const, body: out.body };
+  throw new ApiError('SESSION_NOT_HELD');
+}
+
+/** POST /v1/sessions/<id>/decline. */
+export async function declineHeldSession(ctx: Ctx & { auth: AuthContext }, id: string) {
+  const { merchant } = await sessionForMerchantKey(ctx.em, ctx.auth, id);
+  const out = await resolveHold(ctx, merchant, id, 'decline');
+  if (out.kind !== 'declined') throw new ApiError('SESSION_NOT_HELD');
+  return out.body;
 }

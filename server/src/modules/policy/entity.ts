@@ -11,7 +11,7 @@ export const PolicyVersionEntity = defineEntity({
     hash: p.string(),
     active: p.boolean().default(false),
     note: p.string().nullable(),
-    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
+    createdAt: p.datetime().columnType('timestamptz'),
     activatedAt: p.datetime().columnType('timestamptz').nullable(),
   },
 });

@@ -6,6 +6,8 @@ import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { listCatalogItems } from '../catalog/service.js';
 import { bumpConfigVersion, lockMerchantRow, resolveMerchant, type MerchantRow } from '../merchants/service.js';
+import { lockMerchantForUpdate, markMerchantPublished } from '../merchants/store.js';
+import { activatePolicyVersion, nextPolicyVersion } from './store.js';
 import { checkReceiving, effectiveRails } from '../receiving/validate.js';
 import { PolicyVersionEntity } from './entity.js';
 
@@ -48,17 +50,11 @@ export async function getPolicy(em: Em, auth: AuthContext, merchantId?: string) 
   };
 }
 
-/** Locks the merchant row so version numbering and publishing serialize per merchant. */
-async function lockMerchant(tx: Em, id: string) {
-  await tx.execute('select id from merchants where id = ? for update', [id]);
-}
-
 export async function putPolicy(ctx: Ctx & { auth: AuthContext }, merchantId: string | undefined, body: Record<string, unknown>, note?: string) {
   return ctx.em.transactional(async (tx) => {
     const m = await resolveMerchant(tx, ctx.auth, merchantId);
-    await lockMerchant(tx, m.id);
-    const rows = await tx.execute<Array<{ v: number | null }>>('select max(version) as v from policy_versions where merchant_id = ?', [m.id]);
-    const version = Number(rows[0]?.v ?? 0) + 1;
+    await lockMerchantForUpdate(tx, m.id);
+    const version = await nextPolicyVersion(tx, m.id);
     const p = tx.create(PolicyVersionEntity, {
       id: newId('pol'),
       merchantId: m.id,
@@ -67,6 +63,7 @@ export async function putPolicy(ctx: Ctx & { auth: AuthContext }, merchantId: st
       hash: policyHash(body),
       active: false,
       note: note ?? null,
+      createdAt: ctx.services.now(),
     });
     await tx.flush();
     return { id: p.id, version: p.version, hash: p.hash, active: false as const };
@@ -135,12 +132,10 @@ export async function publishConfig(ctx: Ctx & { auth: AuthContext }, merchantId
         extra: { published: false, ok: false, findings },
       });
     }
-    if (newest && !newest.active) {
-      await tx.execute('update policy_versions set active = false where merchant_id = ? and active', [m.id]);
-      await tx.execute('update policy_versions set active = true, activated_at = now() where id = ?', [newest.id]);
-    }
-    await tx.execute('update merchants set published_at = coalesce(published_at, now()) where id = ?', [m.id]);
-    await bumpConfigVersion(tx, m.id);
+    const now = ctx.services.now();
+    if (newest && !newest.active) await activatePolicyVersion(tx, m.id, newest.id, now);
+    await markMerchantPublished(tx, m.id, now);
+    await bumpConfigVersion(tx, m.id, now);
     return { published: true as const, ok: true as const, active_policy_version: newest?.version ?? 0 };
   });
 }

@@ -1,9 +1,9 @@
 import { getAddress, isAddress } from 'viem';
-import { CHAINS, type ChainName, type RailName, type Receiving, type ReasonCode } from '@svc/contract';
+import { CHAINS, type ChainName, type Finding, type RailName, type Receiving, type ReasonCode } from '@svc/contract';
 
-export type ReceivingFinding = { code: ReasonCode; human: string };
+/** A validation finding (the contract's Finding) with its code from the registry. */
+export type ReceivingFinding = Finding & { code: ReasonCode };
 
-export { CHAINS, type ChainName };
 /** The (chain, asset) pairs x402 can settle. */
 export const TOKEN_REGISTRY: Record<ChainName, readonly string[]> = { base: ['USDC'], 'base-sepolia': ['USDC'] };
 

@@ -1,9 +1,13 @@
-import type { ReputationTier } from '@svc/contract';
+import type { AgentReputation, ReputationTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
+import { addToReputationScore, findReputationScore, insertReputationEvent } from './store.js';
+import { ApiError } from '../../lib/errors.js';
+import type { Services } from '../../services.js';
 
 export const NEUTRAL_SCORE = 500;
 export type SubjectType = 'agent' | 'merchant';
-export type Reputation = { score: number; tier: ReputationTier; known: boolean };
+/** A subject's reputation (the contract's reputation body, without the subject id). */
+export type Reputation = Omit<AgentReputation, 'agentId'>;
 
 /** Agent deltas per session outcome, merchant +2 per settled order (decisions.md). */
 export const DELTAS = { accepted: 10, rejected: -15, payment_invalid: -5, replay_attempt: -25, held: 0, settled_merchant: 2 } as const;
@@ -24,13 +28,8 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 export const subjectKey = (id: string) => (UUID_RE.test(id) ? id.toLowerCase() : id);
 
 export async function readReputation(em: Em, type: SubjectType, id: string): Promise<Reputation> {
-  const rows = await em.execute<Array<{ score: number }>>('select score from reputation where subject_type = ? and subject_id = ?', [
-    type,
-    subjectKey(id),
-  ]);
-  const row = rows[0];
-  if (!row) return neutral();
-  const score = Number(row.score);
+  const score = await findReputationScore(em, type, subjectKey(id));
+  if (score === undefined) return neutral();
   return { score, tier: tierFor(score), known: true };
 }
 
@@ -38,23 +37,11 @@ export async function readReputation(em: Em, type: SubjectType, id: string): Pro
  * Applies one outcome's delta at most once per (session, subject, outcome): the
  * reputation_events primary key makes a repeat a no-op, inside the caller's transaction.
  */
-export async function applyOutcome(tx: Em, sessionId: string, type: SubjectType, subject: string, outcome: Outcome): Promise<Reputation> {
+export async function applyOutcome(tx: Em, sessionId: string, type: SubjectType, subject: string, outcome: Outcome, now: Date): Promise<Reputation> {
   const delta = DELTAS[outcome];
   const subjectId = subjectKey(subject);
-  const inserted = await tx.execute<Array<{ delta: number }>>(
-    'insert into reputation_events (session_id, subject_type, subject_id, delta, reason) values (?, ?, ?, ?, ?) on conflict do nothing returning delta',
-    [sessionId, type, subjectId, delta, outcome],
-  );
-  if (inserted.length === 0) return readReputation(tx, type, subjectId);
-  const rows = await tx.execute<Array<{ score: number }>>(
-    `insert into reputation (subject_type, subject_id, score, outcomes, updated_at)
-     values (?, ?, least(1000, greatest(0, ? + ?)), 1, now())
-     on conflict (subject_type, subject_id) do update
-       set score = least(1000, greatest(0, reputation.score + excluded.score - ?)), outcomes = reputation.outcomes + 1, updated_at = now()
-     returning score`,
-    [type, subjectId, NEUTRAL_SCORE, delta, NEUTRAL_SCORE],
-  );
-  const score = Number(rows[0]!.score);
+  if (!(await insertReputationEvent(tx, { sessionId, subjectType: type, subjectId, delta, reason: outcome, now }))) return readReputation(tx, type, subjectId);
+  const score = await addToReputationScore(tx, { subjectType: type, subjectId, delta, neutral: NEUTRAL_SCORE, now });
   return { score, tier: tierFor(score), known: true };
 }
 
@@ -69,4 +56,22 @@ export async function lookupReputation(em: Em, type: SubjectType, id: string, ti
   } finally {
     clearTimeout(timer);
   }
+}
+
+const RESERVED_SEGMENTS = new Set(['agent', 'merchant']);
+
+/**
+ * GET /v1/reputation/(agent/)<agentId>: on a fresh EntityManager so a slow lookup that
+ * times out leaves nothing half-used on the request's own.
+ */
+export async function agentReputation(services: Pick<Services, 'orm'>, agentId: string) {
+  if (RESERVED_SEGMENTS.has(agentId.toLowerCase())) {
+    throw new ApiError('VALIDATION_FAILED', `"${agentId}" is a reserved segment; use /v1/reputation/agent/<agentId> or /v1/reputation/merchant/<merchantId>.`);
+  }
+  return { agentId, ...(await lookupReputation(services.orm.em.fork(), 'agent', agentId)) };
+}
+
+/** GET /v1/reputation/merchant/<merchantId>. */
+export async function merchantReputation(services: Pick<Services, 'orm'>, merchantId: string) {
+  return { merchantId, ...(await lookupReputation(services.orm.em.fork(), 'merchant', merchantId)) };
 }

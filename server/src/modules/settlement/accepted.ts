@@ -1,4 +1,4 @@
-import type { Total } from '@svc/contract';
+import type { Decision, SettleAccepted, Total, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
 import type { Services } from '../../services.js';
@@ -7,39 +7,18 @@ import { totalOf } from '../checkout/entity.js';
 import { inputFingerprint, signReceipt, type ReceiptClaims } from '../gate/receipt.js';
 import type { MandateResult } from '../gate/mandate.js';
 import type { Verdict } from '../gate/verdict.js';
-import { recordEvent } from '../events/service.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
+import { presentOrderEvent } from '../orders/present.js';
 import { applyOutcome } from '../reputation/service.js';
 
 /** What the gate decided and on which inputs: stored on the session while held or settling. */
 export type GateContext = { mandate: MandateResult; verdict: Verdict; policyVersion: number; policyHash: string; fingerprintInputs: Record<string, unknown> };
 
-export type AcceptedResult = {
-  status: 200;
-  body: { status: 'accepted'; order_id: string; receipt: string; fulfillment: { rail: string; reference: string } };
-};
+/** The settle route's 200 (the contract's SettleAccepted). */
+export type AcceptedResult = { status: 200; body: SettleAccepted };
 
-/** The event and feed projection of an order (section 6 order object). */
-export function orderObject(o: InstanceType<typeof OrderEntity.class>): Record<string, unknown> {
-  return {
-    id: o.id,
-    session_id: o.sessionId,
-    merchant_id: o.merchantId,
-    agent_id: o.agentId,
-    total: o.total,
-    items: o.items,
-    rail_name: o.railName,
-    ...(o.settlementRef ? { settlement_ref: o.settlementRef } : {}),
-    ...(o.receiptId ? { receipt_id: o.receiptId } : {}),
-    mandate_type: o.mandateType,
-    mandate_ref: o.mandateRef ?? null,
-    trust_tier: o.trustTier,
-    ...(o.buyer ? { buyer: o.buyer } : {}),
-  };
-}
-
-export function newOrder(tx: Em, m: MerchantRow, s: SessionRow, decision: 'accept' | 'reject' | 'hold', tier: string, mandate: MandateResult) {
+export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult) {
   return tx.create(OrderEntity, {
     id: newId('ord'),
     sessionId: s.id,
@@ -55,11 +34,12 @@ export function newOrder(tx: Em, m: MerchantRow, s: SessionRow, decision: 'accep
     receiptId: null,
     mandateType: mandate.type,
     mandateRef: mandate.ref,
-    trustTier: tier as 'premium' | 'trusted' | 'standard' | 'cautious',
+    trustTier: tier,
     buyer: s.buyer ?? null,
     source: 'hosted',
     settlementAttemptId: null,
     settlementStatus: null,
+    createdAt: now,
   });
 }
 
@@ -78,7 +58,7 @@ export function storeSettleResult<R extends { status: number; body: unknown }>(s
  */
 export async function writeAccepted(
   tx: Em,
-  services: Pick<Services, 'box' | 'now'>,
+  services: Pick<Services, 'box' | 'now' | 'events'>,
   m: MerchantRow,
   s: InstanceType<typeof CheckoutSessionEntity.class>,
   input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string },
@@ -86,14 +66,13 @@ export async function writeAccepted(
   const { gate, reference } = input;
   const now = services.now();
   let order = s.orderId ? await tx.findOne(OrderEntity, { id: s.orderId }) : null;
-  if (!order) order = newOrder(tx, m, s, 'accept', gate.verdict.tier, gate.mandate);
+  if (!order) order = newOrder(tx, now, m, s, 'accept', gate.verdict.tier, gate.mandate);
   const receiptId = newId('rcpt');
   order.decision = 'accept';
   order.settlementRef = reference;
   order.receiptId = receiptId;
   order.settlementAttemptId = input.attemptId;
   order.settlementStatus = 'settled';
-  await tx.flush(); // plain id columns: insert the order before its receipt
 
   const claims: ReceiptClaims = {
     iss: 'svc-checkout',
@@ -118,7 +97,7 @@ export async function writeAccepted(
   };
   const seed = services.box.open(m.receiptSeedSealed, m.id);
   const jws = await signReceipt({ d: seed, x: m.receiptPublicX, kid: m.receiptKid }, claims);
-  tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown> });
+  tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown>, createdAt: now });
 
   s.state = 'accepted';
   s.settledAt = now;
@@ -129,11 +108,11 @@ export async function writeAccepted(
   s.verdict = gate.verdict;
   s.paymentError = null;
   s.gate = null;
-  await applyOutcome(tx, s.id, 'agent', s.agentId, 'accepted');
+  await applyOutcome(tx, s.id, 'agent', s.agentId, 'accepted', now);
   await tx.flush();
-  const object = orderObject(order);
-  await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.accepted', object, now });
-  await recordEvent(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.settled', object, now });
+  const object = presentOrderEvent(order);
+  await services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.accepted', object, now });
+  await services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.settled', object, now });
   const result: AcceptedResult = {
     status: 200,
     body: { status: 'accepted', order_id: order.id, receipt: jws, fulfillment: { rail: s.rail, reference } },
@@ -141,6 +120,6 @@ export async function writeAccepted(
   storeSettleResult(s, input.paymentHash, result);
   await tx.flush();
   // Last: the merchant's reputation row is one hot row per merchant, so its lock is held only until the commit.
-  await applyOutcome(tx, s.id, 'merchant', m.id, 'settled_merchant');
+  await applyOutcome(tx, s.id, 'merchant', m.id, 'settled_merchant', now);
   return result;
 }

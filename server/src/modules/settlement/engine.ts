@@ -6,6 +6,7 @@ import { newId } from '../../lib/ids.js';
 import type { BroadcastRecord, Facilitator, PaymentProof, SettleOutcome } from '../../rails/types.js';
 import type { Services } from '../../services.js';
 import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
+import { releaseMandateSubjects, releasePaymentNonces } from '../checkout/store.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import { applyOutcome } from '../reputation/service.js';
 import { writeAccepted, type AcceptedResult, type GateContext } from './accepted.js';
@@ -171,7 +172,7 @@ export async function resolveAttempt(
     await releaseAttempt(tx, a, s);
     s.paymentError = { reasonCodes: [outcome.code], errorHuman: outcome.human };
     if (opts.penalize !== false && a.returnState !== 'held') {
-      await applyOutcome(tx, s.id, 'agent', s.agentId, outcome.code === 'NONCE_ALREADY_USED' ? 'replay_attempt' : 'payment_invalid');
+      await applyOutcome(tx, s.id, 'agent', s.agentId, outcome.code === 'NONCE_ALREADY_USED' ? 'replay_attempt' : 'payment_invalid', now);
     }
     await tx.flush();
     return { kind: 'failed' as const, code: outcome.code, human: outcome.human, returnState: a.returnState };
@@ -181,10 +182,10 @@ export async function resolveAttempt(
 /** Nothing moved: free the authorization's nonce (and, for a fresh settle, the mandate) and hand the session back. */
 async function releaseAttempt(tx: Em, a: AttemptRow, s: SessionRow) {
   if (a.nonce) {
-    await tx.execute('delete from payment_nonces where session_id = ? and chain = ? and payer = ? and nonce = ?', [s.id, a.chain, a.payer, a.nonce]);
+    await releasePaymentNonces(tx, s.id, { chain: a.chain!, payer: a.payer!, nonce: a.nonce });
   }
   if (a.returnState === 'awaiting_payment') {
-    await tx.execute('delete from mandate_subjects where session_id = ?', [s.id]);
+    await releaseMandateSubjects(tx, s.id);
     s.gate = null;
   }
   s.state = a.returnState;

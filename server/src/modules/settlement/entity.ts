@@ -1,8 +1,9 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import type { SessionState } from '@svc/contract';
 import type { PaymentProof } from '../../rails/types.js';
 
 /** The session state an attempt returns to when it fails (nothing moved). */
-export type ReturnState = 'awaiting_payment' | 'held' | 'approved';
+export type ReturnState = Extract<SessionState, 'awaiting_payment' | 'held' | 'approved'>;
 
 /**
  * One accepted payment on its way to the chain (docs/settlement.md). Written by phase 1,
@@ -30,7 +31,7 @@ export const SettlementAttemptEntity = defineEntity({
     failureCode: p.string().nullable(),
     failureHuman: p.string().nullable(),
     leaseUntil: p.datetime().columnType('timestamptz'),
-    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
+    createdAt: p.datetime().columnType('timestamptz'),
     resolvedAt: p.datetime().columnType('timestamptz').nullable(),
   },
 });
@@ -46,6 +47,6 @@ export const SettlementTransactionEntity = defineEntity({
     rawTx: p.text().nullable(),
     relayer: p.string().nullable(),
     relayerNonce: p.bigint('number').nullable(),
-    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
+    createdAt: p.datetime().columnType('timestamptz'),
   },
 });

@@ -6,6 +6,7 @@ import { CheckoutSessionEntity } from '../checkout/entity.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import { broadcastsOf, resolveAttempt } from './engine.js';
 import { SettlementAttemptEntity } from './entity.js';
+import { claimDueAttempts } from './store.js';
 
 export type SettlementWorker = { stop(): Promise<void>; runOnce(): Promise<void> };
 
@@ -52,16 +53,8 @@ export function startSettlementWorker(services: Services, opts: { intervalMs?: n
 }
 
 async function reconcileDue(services: Services, log: Services['log']) {
-  const claimed = await services.orm.em.fork().transactional(async (tx) =>
-    tx.execute<Array<{ id: string }>>(
-      `update settlement_attempts set lease_until = now() + make_interval(secs => ?)
-       where id in (select id from settlement_attempts where status = 'pending' and lease_until < now()
-                    order by lease_until limit ? for update skip locked)
-       returning id`,
-      [CLAIM_LEASE_SECONDS, BATCH],
-    ),
-  );
-  for (const { id } of claimed) {
+  const claimed = await services.orm.em.fork().transactional((tx) => claimDueAttempts(tx, CLAIM_LEASE_SECONDS, BATCH));
+  for (const id of claimed) {
     const em = services.orm.em.fork();
     const a = await em.findOneOrFail(SettlementAttemptEntity, { id });
     if (a.status !== 'pending') continue;
@@ -77,7 +70,7 @@ async function reconcileDue(services: Services, log: Services['log']) {
       if (result.kind !== 'pending') log.info({ attempt: a.id, session: a.sessionId, outcome: result.kind }, 'settlement attempt reconciled');
     } catch (err) {
       log.warn({ attempt: a.id, err: err instanceof Error ? err.message : String(err) }, 'reconcile failed; will retry');
-      await em.nativeUpdate(SettlementAttemptEntity, { id: a.id, status: 'pending' }, { leaseUntil: new Date(Date.now() + RECHECK_MS) });
+      await em.nativeUpdate(SettlementAttemptEntity, { id: a.id, status: 'pending' }, { leaseUntil: new Date(services.now().getTime() + RECHECK_MS) });
     }
   }
 }

@@ -1,6 +1,7 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import type { WebhookEndpointStatus } from '@svc/contract';
 
-export type WebhookEndpointStatus = 'pending' | 'enabled' | 'disabled';
+export type { WebhookEndpointStatus };
 
 /** A receiver of signed events; the queue tables (deliveries, attempts) are plain SQL in queue.ts. */
 export const WebhookEndpointEntity = defineEntity({
@@ -22,8 +23,8 @@ export const WebhookEndpointEntity = defineEntity({
     failingSince: p.datetime().columnType('timestamptz').nullable(),
     lastSuccessAt: p.datetime().columnType('timestamptz').nullable(),
     deletedAt: p.datetime().columnType('timestamptz').nullable(),
-    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
-    updatedAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()).onUpdate(() => new Date()),
+    createdAt: p.datetime().columnType('timestamptz'),
+    updatedAt: p.datetime().columnType('timestamptz'),
   },
 });
 

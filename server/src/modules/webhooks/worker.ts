@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Services } from '../../services.js';
 import { createAgents, postWebhook, WEBHOOK_TIMEOUT_MS, WEBHOOK_USER_AGENT, type Agents, type AttemptOutcome } from './deliver.js';
-import { claimDue, extendLeases, markSending, MAX_ATTEMPTS, recordAttempts, releaseClaims, type ClaimedDelivery, type RecordedAttempt } from './queue.js';
+import { claimDueDeliveries, extendLeases, markSending, MAX_ATTEMPTS, recordAttempts, releaseClaims, type ClaimedDelivery, type RecordedAttempt } from './store.js';
 import { signatureHeader } from './signature.js';
-import { onWake } from './wake.js';
 
 export type WebhookWorkerOptions = {
   /** How often an idle worker looks for due deliveries (local enqueues also wake it at once). */
@@ -78,7 +77,7 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
     wakePending = true;
     wakeUp?.();
   };
-  const unsubscribe = onWake(wake);
+  const unsubscribe = services.wake.onWake(wake);
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -158,7 +157,7 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
     const c = h.claim;
     await stampSending(c.attemptId);
     if (killed) return;
-    const t = Math.floor(Date.now() / 1000);
+    const t = Math.floor(services.now().getTime() / 1000);
     const outcome: AttemptOutcome = await postWebhook(
       {
         url: c.url,
@@ -204,7 +203,7 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
       let claimed = 0;
       if (room >= claimThreshold) {
         try {
-          const claims = await claimDue(em(), services.box, owner, room, leaseMs, (endpointId, err) =>
+          const claims = await claimDueDeliveries(em(), services.box, services.now(), owner, room, leaseMs, (endpointId, err) =>
             log.error({ err, endpoint_id: endpointId }, 'cannot open a webhook secret (was SVC_MASTER_KEY changed?); its deliveries wait'),
           );
           failures = 0;

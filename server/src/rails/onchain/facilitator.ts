@@ -13,13 +13,15 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import type { Logger } from '../../lib/logger.js';
-import { checkProof } from '../../modules/gate/eip712.js';
-import { CHAINS } from '../../modules/receiving/validate.js';
+import { CHAINS } from '@svc/contract';
+import { checkProof } from '../../lib/eip3009.js';
 import {
   USDC_ABI,
   authorizationUsed,
   chainRead,
-  chainTimeSec,
+  authorizationAt,
+  chainSnapshot,
+  type ChainSnapshot,
   hashesOf,
   isRpcUnavailable,
   mapRevert,
@@ -100,6 +102,8 @@ const maxBig = (...xs: bigint[]) => xs.reduce((a, b) => (b > a ? b : a));
  * by a background monitor that keeps watching every hash of an authorization until one is mined.
  */
 export class OnchainFacilitator implements Facilitator {
+  // Date.now() in this class only measures elapsed time of I/O (the settle deadline, the fee cache's age, the
+  // replacement interval); the application's time comes in as `nowSec` from the injected clock.
   readonly name = 'onchain';
   readonly inProcess = false;
   private readonly client: PublicClient;
@@ -230,22 +234,24 @@ export class OnchainFacilitator implements Facilitator {
     }
   }
 
+  /**
+   * Every judgement is made at one block B (chainSnapshot): used at B means settled; unused
+   * and expired at B means it can never move; otherwise a broadcast is dead only if its relayer
+   * nonce was consumed by B (the authorization being unused at B, it did not carry it) or it
+   * reverted by B. Anything mined after B is judged at the next pass, never released on a
+   * mix of older and newer reads.
+   */
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
     const { proof, broadcasts } = input;
-    if (await authorizationUsed(this.client, this.token, proof)) {
-      return settledOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
-    }
-    // a receipt that mined after the read above: settled all the same
-    for (const b of broadcasts) {
-      const r = await receiptOf(this.client, b.txHash);
-      if (r && receiptMovesFunds(r, this.token, proof)) return { status: 'settled', reference: b.txHash };
-    }
-    if ((await chainTimeSec(this.client)) >= proof.authorization.validBefore) {
+    const at = await chainSnapshot(this.client);
+    const state = await authorizationAt(this.client, this.token, proof, at);
+    if (state === 'used') return settledOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
+    if (state === 'expired') {
       return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain before any transaction carrying it was mined.' };
     }
     let alive: Hex | null = null;
     for (const b of broadcasts) {
-      if (await this.stillAlive(b)) alive = b.txHash;
+      if (await this.stillAlive(b, at)) alive = b.txHash;
     }
     if (alive) return { status: 'pending', reference: alive };
     return { status: 'failed', code: 'CAPTURE_FAILED', human: 'No transaction carrying the authorization can still be mined; it was never sent, reverted or was replaced.' };
@@ -427,11 +433,12 @@ export class OnchainFacilitator implements Facilitator {
 
   /** Our transaction reverted or its nonce went to another: settled if someone else carried the authorization. */
   private async deadOutcome(f: Flight): Promise<SettleOutcome> {
-    if (await authorizationUsed(this.client, this.token, f.proof)) {
+    const state = await authorizationAt(this.client, this.token, f.proof, await chainSnapshot(this.client));
+    if (state === 'used') {
       const o = await settledOutcome(this.client, this.token, f.proof, f.hashes, this.opts.logLookbackBlocks);
       if (o.status === 'settled') return o;
     }
-    if ((await chainTimeSec(this.client)) >= f.proof.authorization.validBefore) {
+    if (state === 'expired') {
       return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired before the transfer was mined.' };
     }
     return { status: 'failed', code: 'CAPTURE_FAILED', human: 'The settlement transaction reverted on chain.' };
@@ -456,10 +463,12 @@ export class OnchainFacilitator implements Facilitator {
   }
 
   /** A recorded transaction that may still be mined; re-sends the exact bytes if the node forgot them. */
-  private async stillAlive(b: BroadcastRecord): Promise<boolean> {
+  private async stillAlive(b: BroadcastRecord, at: ChainSnapshot): Promise<boolean> {
     if (!b.rawTx || !b.relayer || b.relayerNonce === null) return false;
-    if (await receiptOf(this.client, b.txHash)) return false;
-    const mined = await chainRead(() => this.client.getTransactionCount({ address: getAddress(b.relayer!), blockTag: 'latest' }));
+    // Mined: at or before B it did not move the funds (the authorization is unused at B); after B, judge it next pass.
+    const receipt = await receiptOf(this.client, b.txHash);
+    if (receipt) return receipt.blockNumber > at.number;
+    const mined = await chainRead(() => this.client.getTransactionCount({ address: getAddress(b.relayer!), blockNumber: at.number }));
     if (mined > b.relayerNonce) return false;
     const known = await chainRead(() => this.client.request({ method: 'eth_getTransactionByHash', params: [b.txHash] }));
     if (known) return true;

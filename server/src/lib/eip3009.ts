@@ -1,16 +1,18 @@
 import { getAddress, hashTypedData, recoverAddress, type Address, type Hex } from 'viem';
-import { TRANSFER_WITH_AUTHORIZATION_TYPES, type ReasonCode } from '@svc/contract';
-import { CHAINS, type ChainName } from '../receiving/validate.js';
+import { CHAINS, TRANSFER_WITH_AUTHORIZATION_TYPES, type ChainName, type ReasonCode, type X402Authorization } from '@svc/contract';
 
-/** An EIP-3009 TransferWithAuthorization as the agent sends it (value as an integer string). */
-export type Authorization = {
-  from: string;
-  to: string;
-  value: string;
-  validAfter: number;
-  validBefore: number;
-  nonce: string;
-};
+/**
+ * EIP-3009 TransferWithAuthorization, pure: signature canonical form, typed data, signer
+ * recovery and the off-chain proof check. Shared by the gate and every facilitator (rails/),
+ * so it knows no module.
+ */
+
+/**
+ * An EIP-3009 TransferWithAuthorization in its canonical form (value as an integer string,
+ * times as integers). The wire (X402Authorization) also takes the times as decimal strings,
+ * as @x402/evm sends them; the transport adapters (modules/x402) convert before the gate.
+ */
+export type Authorization = Omit<X402Authorization, 'validAfter' | 'validBefore'> & { validAfter: number; validBefore: number };
 
 /** On success, the canonical authorization and signature: the form USDC accepts on chain. */
 export type AuthorizationCheck = { ok: true; authorization: Authorization; signature: Hex } | { ok: false; code: ReasonCode; human: string };
@@ -41,8 +43,6 @@ export function canonicalSignature(signature: Hex): Hex | null {
 
 /** Seconds an authorization must still be valid for when it reaches us (decisions.md: validBefore < now + 6 s is expired). */
 export const MIN_VALIDITY_SECONDS = 6;
-
-export { TRANSFER_WITH_AUTHORIZATION_TYPES };
 
 const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
 const NONCE_RE = /^0x[0-9a-fA-F]{64}$/;

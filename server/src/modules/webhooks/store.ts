@@ -4,10 +4,16 @@ import { newId } from '../../lib/ids.js';
 import type { AttemptOutcome } from './deliver.js';
 
 /**
+ * Data access for the webhook tables reached with SQL: `webhook_deliveries`,
+ * `webhook_attempts` and `webhook_event_bodies` (`webhook_endpoints` is an entity, ./entity.ts,
+ * updated here only in the batched health statements of the queue).
+ *
  * The delivery queue in PostgreSQL (identical on PGlite): a due row is claimed with
  * FOR UPDATE SKIP LOCKED and leased (`locked_until`, `lock_owner`), so any number of
  * workers send each attempt once, and a worker that dies leaves a lease that expires.
  * Every statement here runs in a short transaction; no transaction spans an HTTP call.
+ * The queue runs on the database's clock on purpose (now()): leases, due times and the
+ * failing window are written by one worker process and compared by another.
  */
 
 /** Section 6: delay of each attempt from enqueue (attempt 1 is immediate). */
@@ -47,9 +53,10 @@ const LOST_ERROR = 'the worker stopped before recording a result; the attempt wa
  * to disabled or deleted endpoints are canceled instead. A secret that cannot be opened
  * (a changed SVC_MASTER_KEY) leaves its deliveries unclaimed and is reported to `onSecretError`.
  */
-export async function claimDue(
+export async function claimDueDeliveries(
   em: Em,
   box: SecretBox,
+  now: Date,
   owner: string,
   limit: number,
   leaseMs: number,
@@ -91,7 +98,7 @@ export async function claimDue(
     );
     const bodyOf = new Map(bodies.map((b) => [b.id, b.body]));
 
-    const now = new Date();
+    // `now` is the injected clock, which also wrote previous_secret_expires_at (rotation).
     const secretsOf = new Map<string, string[] | null>();
     const live: DueRow[] = [];
     const canceled: string[] = [];
@@ -277,4 +284,101 @@ export async function releaseClaims(em: Em, owner: string, claims: ClaimedDelive
       owner,
     ]);
   });
+}
+
+/** Cancels an endpoint's pending deliveries and marks its attempts in flight lost (disable, delete). */
+export async function cancelPendingDeliveries(tx: Em, endpointId: string, why: string): Promise<void> {
+  await tx.execute(
+    `update webhook_deliveries set status = 'canceled', completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
+     where endpoint_id = ? and status = 'pending'`,
+    [endpointId],
+  );
+  await tx.execute(
+    `update webhook_attempts set status = 'lost', error = ?, completed_at = now() where endpoint_id = ? and status = 'in_progress'`,
+    [why, endpointId],
+  );
+}
+
+/**
+ * One pending delivery per matching endpoint: same project and mode, not deleted, not
+ * disabled, and `enabled_events` holding the type or "*" (one insert-select on the settle
+ * path, whatever the number of endpoints). Returns the endpoint ids.
+ */
+export async function enqueueDeliveries(tx: Em, ev: { id: string; type: string; projectId: string; livemode: boolean }, replay: boolean): Promise<string[]> {
+  const rows = await tx.execute<Array<{ endpoint_id: string }>>(
+    `insert into webhook_deliveries (event_id, endpoint_id, replay, status, enqueued_at, next_attempt_at)
+     select ?, e.id, ?, 'pending', now(), now() from webhook_endpoints e
+     where e.project_id = ? and e.livemode = ? and e.deleted_at is null and e.status <> 'disabled'
+       and (e.enabled_events @> '["*"]'::jsonb or e.enabled_events @> ?::jsonb)
+     order by e.id
+     returning endpoint_id`,
+    [ev.id, replay, ev.projectId, ev.livemode, JSON.stringify([ev.type])],
+  );
+  return rows.map((r) => r.endpoint_id);
+}
+
+/** The exact bytes every attempt and replay of the event sends, written once with the event. */
+export async function insertEventBody(tx: Em, eventId: string, body: string): Promise<void> {
+  await tx.execute('insert into webhook_event_bodies (event_id, body) values (?, ?)', [eventId, body]);
+}
+
+/** Events recorded before webhooks existed have no stored bytes yet: freezes them from the payload. */
+export async function freezeEventBody(tx: Em, eventId: string): Promise<void> {
+  await tx.execute('insert into webhook_event_bodies (event_id, body) select id, payload::text from events where id = ? on conflict (event_id) do nothing', [
+    eventId,
+  ]);
+}
+
+export type DeliveryRow = {
+  id: string | number;
+  endpoint_id: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'canceled';
+  replay: boolean;
+  attempt_count: number;
+  next_attempt_at: string | Date | null;
+  enqueued_at: string | Date;
+};
+export type AttemptRow = {
+  id: string;
+  delivery_id: string | number;
+  attempt_number: number;
+  status: 'in_progress' | 'succeeded' | 'failed' | 'lost';
+  response_status: number | null;
+  duration_ms: number | null;
+  error: string | null;
+  created_at: string | Date;
+  completed_at: string | Date | null;
+};
+
+export async function listDeliveriesOfEvent(em: Em, eventId: string): Promise<DeliveryRow[]> {
+  return em.execute<DeliveryRow[]>(
+    'select id, endpoint_id, status, replay, attempt_count, next_attempt_at, enqueued_at from webhook_deliveries where event_id = ? order by id',
+    [eventId],
+  );
+}
+
+export async function listAttemptsOfEvent(em: Em, eventId: string): Promise<AttemptRow[]> {
+  return em.execute<AttemptRow[]>(
+    `select id, delivery_id, attempt_number, status, response_status, duration_ms, error, created_at, completed_at
+     from webhook_attempts where event_id = ? order by created_at, id`,
+    [eventId],
+  );
+}
+
+/** The queue as `GET /metrics` reports it (on the database's clock, like the queue itself). */
+export type WebhookQueueStats = { dueNow: number; later: number; oldestDueAgeSeconds: number };
+
+/**
+ * Pending deliveries due now and scheduled later, and how long the oldest due one has waited
+ * (0 when none is due). One statement over the partial index of pending rows.
+ */
+export async function webhookQueueStats(em: Em): Promise<WebhookQueueStats> {
+  const [row] = await em.execute<Array<{ due: string | number; later: string | number; age: string | number | null }>>(
+    `select count(*) filter (where next_attempt_at is null or next_attempt_at <= now()) as due,
+            count(*) filter (where next_attempt_at > now()) as later,
+            extract(epoch from now() - min(coalesce(next_attempt_at, enqueued_at))
+              filter (where next_attempt_at is null or next_attempt_at <= now())) as age
+       from webhook_deliveries where status = 'pending'`,
+  );
+  return { dueNow: Number(row?.due ?? 0), later: Number(row?.later ?? 0), oldestDueAgeSeconds: Math.max(0, Number(row?.age ?? 0)) };
 }

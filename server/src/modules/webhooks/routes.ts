@@ -3,32 +3,31 @@ import { contract } from '@svc/contract';
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
-  findWebhookEndpoint,
   getEvent,
+  getWebhookEndpoint,
   listEvents,
   listWebhookEndpoints,
-  presentEndpoint,
   replayEvent,
   rotateWebhookSecret,
   updateWebhookEndpoint,
-} from '../modules/webhooks/service.js';
-import { authed } from './context.js';
+} from './service.js';
+import { authed } from '../../http/context.js';
 
 const s = initServer();
 
 /** Webhook endpoints and events (interface 4.11, decisions.md "Webhooks"); thin adapters. */
-export const webhooksRouter = s.router(contract.webhooks, {
+export const webhooksRoutes = s.router(contract.webhooks, {
   createEndpoint: async ({ req, body }) => {
     const ctx = authed(req);
     return { status: 201, body: await createWebhookEndpoint(ctx, body) };
   },
   listEndpoints: async ({ req, query }) => {
     const ctx = authed(req);
-    return { status: 200, body: await listWebhookEndpoints(ctx.em, ctx.auth, query.limit, query.cursor) };
+    return { status: 200, body: await listWebhookEndpoints(ctx, query.limit, query.cursor) };
   },
   getEndpoint: async ({ req, params }) => {
     const ctx = authed(req);
-    return { status: 200, body: presentEndpoint(await findWebhookEndpoint(ctx.em, ctx.auth, params.id)) };
+    return { status: 200, body: await getWebhookEndpoint(ctx, params.id) };
   },
   updateEndpoint: async ({ req, params, body }) => {
     const ctx = authed(req);

@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { c, meta, publicErrors } from './common.js';
+import { ErrorBody } from './errors.js';
+import { ApiKeyWithSecret } from './keys.js';
+
+const Email = z.string().trim().max(254).email('must be an email address');
+/** Device codes are 43 base64url characters (32 random bytes). */
+const DeviceCodeValue = z.string().min(1).max(200);
+/** User codes look like WDJB-MJHT (RFC 8628's 8 letters from a 20-letter alphabet); case and the dash are optional. */
+const UserCodeValue = z.string().trim().min(8).max(9);
+
+export const EmailStartBody = z
+  .object({
+    email: Email,
+    device_code: DeviceCodeValue.optional().describe('From POST /v1/auth/cli/start: following the mailed link also approves that device.'),
+    user_code: UserCodeValue.optional().describe('The code shown by the CLI (the device page sends it): following the mailed link also approves that device.'),
+  })
+  .strict();
+export type EmailStartBody = z.infer<typeof EmailStartBody>;
+
+export const EmailStartResult = z.object({
+  ok: z.literal(true),
+  expires_in: z.literal(900).describe('Seconds the mailed link stays valid.'),
+  verify_url: z.string().optional().describe('Outside production only: the link that was mailed (or logged).'),
+  dev_token: z.string().optional().describe('Outside production only: the token of that link.'),
+});
+
+const Html = c.otherResponse({ contentType: 'text/html; charset=utf-8', body: z.string() });
+
+export const CliStartResult = z.object({
+  device_code: z.string().describe('Secret: only the CLI holds it; poll with it.'),
+  user_code: z.string().describe('Shown to the person, who confirms it on the verification page.'),
+  verification_url: z.string(),
+  verification_url_complete: z.string().describe('verification_url with the user code filled in.'),
+  interval: z.number().int().describe('Seconds between polls.'),
+  expires_in: z.number().int(),
+});
+
+export const CliPollResult = z.union([
+  z.object({ status: z.literal('pending') }),
+  z.object({ status: z.literal('ready'), api_key: ApiKeyWithSecret.describe('A test key of the approving member\'s project; delivered once.') }),
+]);
+export type CliPollResult = z.infer<typeof CliPollResult>;
+
+export const authContract = c.router({
+  emailStart: {
+    method: 'POST',
+    path: '/v1/auth/email/start',
+    body: EmailStartBody,
+    responses: { 200: EmailStartResult, ...publicErrors, 410: ErrorBody, 429: ErrorBody },
+    summary: 'Mail a sign-in link (magic link)',
+    description:
+      'Answers 200 for any well-formed email, known or not (no account enumeration). Limited to 5 per email and 20 per IP per 15 minutes (429 RATE_LIMITED with Retry-After).',
+    metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'startEmailSignIn' }),
+  },
+  verify: {
+    method: 'GET',
+    path: '/v1/auth/verify',
+    query: z.object({ token: z.string().max(200).optional() }),
+    responses: { 200: Html, 303: c.noBody(), 410: Html },
+    summary: 'Follow a sign-in link',
+    description:
+      'Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and answers a short page; a used, expired or unknown link is 410 with a page that says so.',
+    metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'verifySignIn' }),
+  },
+  logout: {
+    method: 'POST',
+    path: '/v1/auth/logout',
+    body: c.noBody(),
+    responses: { 200: z.object({ ok: z.literal(true) }), ...publicErrors, 401: ErrorBody, 403: ErrorBody },
+    summary: 'End the browser session',
+    description: 'Revokes the session of the cookie and clears the cookie.',
+    metadata: meta({ auth: 'session', scopes: [], tag: 'Sign-in', operationId: 'logout' }),
+  },
+  cliStart: {
+    method: 'POST',
+    path: '/v1/auth/cli/start',
+    body: z.object({}).strict().optional(),
+    responses: { 200: CliStartResult, ...publicErrors, 429: ErrorBody },
+    summary: 'Start a device-code sign-in (RFC 8628) for the CLI',
+    metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'startDeviceSignIn' }),
+  },
+  cliPoll: {
+    method: 'POST',
+    path: '/v1/auth/cli/poll',
+    body: z.object({ device_code: DeviceCodeValue }).strict(),
+    responses: { 200: CliPollResult, ...publicErrors, 410: ErrorBody, 429: ErrorBody },
+    summary: 'Poll a device-code sign-in',
+    description:
+      'pending until a member approves, then ready with a new test API key exactly once; afterwards, or once expired, 410 DEVICE_CODE_EXPIRED. Polling faster than `interval` is 429 SLOW_DOWN (the interval grows by 5 s).',
+    metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'pollDeviceSignIn' }),
+  },
+  cliApprove: {
+    method: 'POST',
+    path: '/v1/auth/cli/approve',
+    body: z.object({ user_code: UserCodeValue }).strict(),
+    responses: { 200: z.object({ ok: z.literal(true) }), ...publicErrors, 401: ErrorBody, 403: ErrorBody, 410: ErrorBody },
+    summary: 'Approve a device code as the signed-in member',
+    description: 'Needs the session cookie (the device page sends it). An unknown or expired user code is 410 DEVICE_CODE_EXPIRED.',
+    metadata: meta({ auth: 'session', scopes: [], tag: 'Sign-in', operationId: 'approveDeviceSignIn' }),
+  },
+  device: {
+    method: 'GET',
+    path: '/v1/auth/device',
+    query: z.object({ user_code: z.string().max(20).optional() }),
+    responses: { 200: Html, 400: ErrorBody },
+    summary: 'The device verification page (HTML)',
+    description: 'Signed in: confirm the code. Signed out: enter your email; the mailed link signs you in and approves the code.',
+    metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'deviceVerificationPage' }),
+  },
+});

@@ -1,0 +1,276 @@
+import { randomInt } from 'node:crypto';
+import { LockMode } from '@mikro-orm/core';
+import { SCOPES, type CliPollResult, type EmailStartBody } from '@svc/contract';
+import type { Em } from '../../db/orm.js';
+import type { AuthContext, Ctx } from '../../http/context.js';
+import { randomToken, sha256 } from '../../lib/crypto.js';
+import { ApiError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { ApiKey, Organization, Project } from '../accounts/entity.js';
+import { createApiKey } from '../accounts/service.js';
+import { presentKey } from '../accounts/keys.js';
+import { consumeRateLimit } from '../checkout/rate-limit.js';
+import { DeviceCode, Membership, SignInToken, User, UserSession } from './entity.js';
+import { devicePage, linkGonePage, signedInPage } from './pages.js';
+import { upsertUserByEmail } from './store.js';
+
+export const LINK_TTL_SECONDS = 900;
+export const DEVICE_TTL_SECONDS = 900;
+export const DEVICE_INTERVAL_SECONDS = 5;
+const SIGN_IN_WINDOW_SECONDS = 900;
+const STARTS_PER_EMAIL = 5;
+const STARTS_PER_IP = 20;
+/** RFC 8628 section 6.1: consonants only (no vowels, so no words), 8 characters. */
+const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+
+const isProduction = (ctx: Ctx) => ctx.services.config.NODE_ENV === 'production';
+
+/** "wdjb mjht", "WDJBMJHT" and "WDJB-MJHT" are one code. */
+export function normalizeUserCode(raw: string): string | null {
+  const letters = raw.toUpperCase().replace(/[^A-Z]/g, '');
+  if (letters.length !== 8 || [...letters].some((ch) => !USER_CODE_ALPHABET.includes(ch))) return null;
+  return `${letters.slice(0, 4)}-${letters.slice(4)}`;
+}
+
+function newUserCode(): string {
+  const letters = Array.from({ length: 8 }, () => USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)]).join('');
+  return `${letters.slice(0, 4)}-${letters.slice(4)}`;
+}
+
+async function pendingDevice(em: Em, where: { deviceCodeHash: string } | { userCode: string }, now: Date) {
+  const dc = await em.findOne(DeviceCode, { ...where, status: 'pending' });
+  if (!dc || dc.expiresAt <= now) throw new ApiError('DEVICE_CODE_EXPIRED');
+  return dc;
+}
+
+/**
+ * POST /v1/auth/email/start: the same answer for every well-formed email (no enumeration);
+ * the link is mailed after the token row commits, never inside the transaction.
+ */
+export async function startEmailSignIn(ctx: Ctx, body: EmailStartBody, ip: string, baseUrl: string) {
+  const now = ctx.services.now();
+  const email = body.email.toLowerCase();
+  const human = (what: string) => (retryAfter: number) => `Sign-in links are limited to ${what} per 15 minutes; retry in ${retryAfter} s.`;
+  await consumeRateLimit(ctx.em, `signin:ip:${ip}`, STARTS_PER_IP, now, { windowSeconds: SIGN_IN_WINDOW_SECONDS, human: human(`${STARTS_PER_IP} per address`) });
+  await consumeRateLimit(ctx.em, `signin:email:${sha256(email)}`, STARTS_PER_EMAIL, now, {
+    windowSeconds: SIGN_IN_WINDOW_SECONDS,
+    human: human(`${STARTS_PER_EMAIL} per email`),
+  });
+
+  let device: { id: string; userCode: string } | null = null;
+  if (body.device_code !== undefined) device = await pendingDevice(ctx.em, { deviceCodeHash: sha256(body.device_code) }, now);
+  else if (body.user_code !== undefined) {
+    const code = normalizeUserCode(body.user_code);
+    if (!code) throw new ApiError('DEVICE_CODE_EXPIRED');
+    device = await pendingDevice(ctx.em, { userCode: code }, now);
+  }
+
+  const token = randomToken(32);
+  ctx.em.create(SignInToken, {
+    id: newId('sit'),
+    tokenHash: sha256(token),
+    email,
+    deviceCodeId: device?.id ?? null,
+    expiresAt: new Date(now.getTime() + LINK_TTL_SECONDS * 1000),
+    usedAt: null,
+    createdAt: now,
+  });
+  await ctx.em.flush();
+  const link = `${baseUrl}/v1/auth/verify?token=${encodeURIComponent(token)}`;
+  await ctx.services.mailer.sendSignIn({ to: email, link, expiresInMinutes: LINK_TTL_SECONDS / 60, deviceUserCode: device?.userCode ?? null });
+  return {
+    ok: true as const,
+    expires_in: LINK_TTL_SECONDS as 900,
+    ...(isProduction(ctx) ? {} : { verify_url: link, dev_token: token }),
+  };
+}
+
+/** The user's first project (their own organization's, created at first sign-in). */
+async function homeProjectOf(em: Em, userId: string): Promise<{ id: string }> {
+  const memberships = await em.find(Membership, { userId }, { orderBy: { createdAt: 'asc' }, limit: 1 });
+  const org = memberships[0]?.organizationId;
+  const project = org ? (await em.find(Project, { organizationId: org }, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: 1 }))[0] : null;
+  if (!project) throw new ApiError('INVALID_SESSION', 'The signed-in user has no project.');
+  return project;
+}
+
+export type VerifyOutcome = { status: 200; html: string; sessionToken: string; maxAgeSeconds: number } | { status: 410; html: string };
+
+/**
+ * GET /v1/auth/verify: spends the link (single use, by row lock), creates the account on the
+ * first sign-in (user, organization, project, membership), approves an attached device code
+ * and opens a session. Only the session token's SHA-256 is stored.
+ */
+export async function verifySignIn(ctx: Ctx, token: string | undefined): Promise<VerifyOutcome> {
+  if (!token) return { status: 410, html: linkGonePage() };
+  const now = ctx.services.now();
+  const ttl = ctx.services.config.SVC_USER_SESSION_TTL_SECONDS;
+  return ctx.em.transactional(async (tx): Promise<VerifyOutcome> => {
+    const link = await tx.findOne(SignInToken, { tokenHash: sha256(token) }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!link || link.usedAt || link.expiresAt <= now) return { status: 410, html: linkGonePage() };
+    link.usedAt = now;
+
+    const user = await upsertUserByEmail(tx, newId('usr'), link.email, now);
+    if (user.created) {
+      const org = tx.create(Organization, { id: newId('org'), name: user.email, createdAt: now });
+      tx.create(Project, { id: newId('proj'), organizationId: org.id, name: 'My project', isDefault: false, createdAt: now });
+      tx.create(Membership, { userId: user.id, organizationId: org.id, role: 'owner', createdAt: now });
+      await tx.flush();
+    }
+    let approvedCode: string | null = null;
+    if (link.deviceCodeId) {
+      const dc = await tx.findOne(DeviceCode, { id: link.deviceCodeId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (dc && dc.status === 'pending' && dc.expiresAt > now) {
+        dc.status = 'approved';
+        dc.userId = user.id;
+        dc.projectId = (await homeProjectOf(tx, user.id)).id;
+        approvedCode = dc.userCode;
+      }
+    }
+    const sessionToken = randomToken(32);
+    tx.create(UserSession, {
+      id: newId('uss'),
+      tokenHash: sha256(sessionToken),
+      userId: user.id,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + ttl * 1000),
+      revokedAt: null,
+    });
+    await tx.flush();
+    return { status: 200, html: signedInPage(user.email, approvedCode), sessionToken, maxAgeSeconds: ttl };
+  });
+}
+
+/** Resolves a session cookie to the signed-in member; anything wrong is 401 INVALID_SESSION. */
+export async function authenticateSession(em: Em, token: string, now: Date, select: { mode?: string; projectId?: string }): Promise<AuthContext> {
+  if (token.length < 20 || token.length > 200) throw new ApiError('INVALID_SESSION');
+  const session = await em.findOne(UserSession, { tokenHash: sha256(token) });
+  if (!session || session.revokedAt || session.expiresAt <= now) throw new ApiError('INVALID_SESSION');
+  if (select.mode !== undefined && select.mode !== 'test' && select.mode !== 'live') {
+    throw new ApiError('VALIDATION_FAILED', 'The Svc-Mode header must be test or live.');
+  }
+  const mode = select.mode === 'live' ? 'live' : 'test';
+  let projectId: string;
+  if (select.projectId) {
+    const project = await em.findOne(Project, { id: select.projectId });
+    const member = project ? await em.findOne(Membership, { userId: session.userId, organizationId: project.organizationId }) : null;
+    if (!project || !member) throw new ApiError('NOT_FOUND', 'No such project among the signed-in member\'s.');
+    projectId = project.id;
+  } else {
+    projectId = (await homeProjectOf(em, session.userId)).id;
+  }
+  return { via: 'session', keyId: null, userId: session.userId, sessionId: session.id, projectId, mode, livemode: mode === 'live', scopes: [...SCOPES] };
+}
+
+/** POST /v1/auth/logout: the session ends now. */
+export async function endSession(ctx: Ctx & { auth: AuthContext }): Promise<void> {
+  if (!ctx.auth.sessionId) return;
+  const session = await ctx.em.findOne(UserSession, { id: ctx.auth.sessionId });
+  if (session && !session.revokedAt) {
+    session.revokedAt = ctx.services.now();
+    await ctx.em.flush();
+  }
+}
+
+/** POST /v1/auth/cli/start: a device code (only its hash is stored) and a user code to confirm. */
+export async function startDeviceSignIn(ctx: Ctx, ip: string, baseUrl: string) {
+  const now = ctx.services.now();
+  await consumeRateLimit(ctx.em, `device:ip:${ip}`, STARTS_PER_IP, now, {
+    windowSeconds: SIGN_IN_WINDOW_SECONDS,
+    human: (retryAfter) => `Device sign-ins are limited to ${STARTS_PER_IP} per address per 15 minutes; retry in ${retryAfter} s.`,
+  });
+  const deviceCode = randomToken(32);
+  // A pending user code is unique (partial index); on the rare collision, draw again.
+  for (let attempt = 0; ; attempt++) {
+    const userCode = newUserCode();
+    const taken = await ctx.em.findOne(DeviceCode, { userCode, status: 'pending' });
+    if (taken && attempt < 5) continue;
+    ctx.em.create(DeviceCode, {
+      id: newId('dvc'),
+      deviceCodeHash: sha256(deviceCode),
+      userCode,
+      status: 'pending',
+      intervalSeconds: DEVICE_INTERVAL_SECONDS,
+      expiresAt: new Date(now.getTime() + DEVICE_TTL_SECONDS * 1000),
+      lastPolledAt: null,
+      userId: null,
+      projectId: null,
+      keyId: null,
+      createdAt: now,
+    });
+    await ctx.em.flush();
+    const verificationUrl = `${baseUrl}/v1/auth/device`;
+    return {
+      device_code: deviceCode,
+      user_code: userCode,
+      verification_url: verificationUrl,
+      verification_url_complete: `${verificationUrl}?user_code=${userCode}`,
+      interval: DEVICE_INTERVAL_SECONDS,
+      expires_in: DEVICE_TTL_SECONDS,
+    };
+  }
+}
+
+/**
+ * POST /v1/auth/cli/poll (RFC 8628 section 3.5): pending, or ready with a new test key exactly
+ * once (minted in the transaction that marks the code delivered; the secret exists only in
+ * this response). Faster than the interval: the interval grows by 5 s, committed, then 429.
+ */
+export async function pollDeviceSignIn(ctx: Ctx, deviceCode: string): Promise<CliPollResult> {
+  const now = ctx.services.now();
+  const outcome = await ctx.em.transactional(async (tx) => {
+    const dc = await tx.findOne(DeviceCode, { deviceCodeHash: sha256(deviceCode) }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!dc || dc.status === 'delivered' || dc.expiresAt <= now) return { kind: 'gone' as const };
+    const tooSoon = dc.lastPolledAt && now.getTime() - dc.lastPolledAt.getTime() < dc.intervalSeconds * 1000;
+    dc.lastPolledAt = now;
+    if (tooSoon) {
+      dc.intervalSeconds += 5;
+      await tx.flush();
+      return { kind: 'slow_down' as const, interval: dc.intervalSeconds };
+    }
+    if (dc.status === 'pending') {
+      await tx.flush();
+      return { kind: 'result' as const, result: { status: 'pending' as const } };
+    }
+    const { key, secret } = await createApiKey(tx, { projectId: dc.projectId!, mode: 'test', name: 'CLI login', now });
+    dc.status = 'delivered';
+    dc.keyId = key.id;
+    await tx.flush();
+    return { kind: 'result' as const, result: { status: 'ready' as const, api_key: { ...presentKey(key), secret } } };
+  });
+  if (outcome.kind === 'gone') throw new ApiError('DEVICE_CODE_EXPIRED');
+  if (outcome.kind === 'slow_down') {
+    throw new ApiError('SLOW_DOWN', `Poll at most every ${outcome.interval} s.`, { headers: { 'Retry-After': String(outcome.interval) } });
+  }
+  return outcome.result;
+}
+
+/** POST /v1/auth/cli/approve: the signed-in member approves the device showing this code. */
+export async function approveDevice(ctx: Ctx & { auth: AuthContext }, rawCode: string): Promise<void> {
+  const code = normalizeUserCode(rawCode);
+  if (!code || !ctx.auth.userId) throw new ApiError('DEVICE_CODE_EXPIRED');
+  const now = ctx.services.now();
+  await ctx.em.transactional(async (tx) => {
+    const dc = await tx.findOne(DeviceCode, { userCode: code, status: 'pending' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!dc || dc.expiresAt <= now) throw new ApiError('DEVICE_CODE_EXPIRED');
+    dc.status = 'approved';
+    dc.userId = ctx.auth.userId;
+    dc.projectId = ctx.auth.projectId;
+    await tx.flush();
+  });
+}
+
+/** GET /v1/auth/device: the page, aware of a valid session cookie (for display only). */
+export async function deviceVerificationPage(ctx: Ctx, userCode: string | undefined, sessionToken: string | undefined): Promise<string> {
+  let email: string | null = null;
+  if (sessionToken) {
+    try {
+      const auth = await authenticateSession(ctx.em, sessionToken, ctx.services.now(), {});
+      email = (await ctx.em.findOne(User, { id: auth.userId! }))?.email ?? null;
+    } catch {
+      email = null;
+    }
+  }
+  return devicePage(normalizeUserCode(userCode ?? '') ?? '', email);
+}
+

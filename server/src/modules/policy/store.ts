@@ -1,0 +1,19 @@
+import type { Em } from '../../db/orm.js';
+
+/**
+ * `policy_versions` is an entity (./entity.ts); the statements below are the aggregate and
+ * the two-step switch of the one active version (deactivate first, for the partial unique
+ * index `policy_versions_one_active`), which an entity flush would not order.
+ */
+
+/** The next version number of the merchant's policy (call with the merchant row locked). */
+export async function nextPolicyVersion(tx: Em, merchantId: string): Promise<number> {
+  const rows = await tx.execute<Array<{ v: number | null }>>('select max(version) as v from policy_versions where merchant_id = ?', [merchantId]);
+  return Number(rows[0]?.v ?? 0) + 1;
+}
+
+/** Makes `policyVersionId` the merchant's only active version. */
+export async function activatePolicyVersion(tx: Em, merchantId: string, policyVersionId: string, now: Date): Promise<void> {
+  await tx.execute('update policy_versions set active = false where merchant_id = ? and active', [merchantId]);
+  await tx.execute('update policy_versions set active = true, activated_at = ? where id = ?', [now, policyVersionId]);
+}

@@ -1,0 +1,34 @@
+import type { Em } from '../../db/orm.js';
+
+/**
+ * Data access for `reputation` and `reputation_events` (SQL only: a delta is applied at most
+ * once with an insert-or-nothing on the event's primary key, and the score moves with one
+ * atomic, clamped upsert; both run on the settle path).
+ */
+
+export async function findReputationScore(em: Em, subjectType: string, subjectId: string): Promise<number | undefined> {
+  const rows = await em.execute<Array<{ score: number }>>('select score from reputation where subject_type = ? and subject_id = ?', [subjectType, subjectId]);
+  return rows[0] ? Number(rows[0].score) : undefined;
+}
+
+/** Records one outcome of a session for a subject; false when it was recorded already. */
+export async function insertReputationEvent(tx: Em, e: { sessionId: string; subjectType: string; subjectId: string; delta: number; reason: string; now: Date }): Promise<boolean> {
+  const inserted = await tx.execute(
+    'insert into reputation_events (session_id, subject_type, subject_id, delta, reason, created_at) values (?, ?, ?, ?, ?, ?) on conflict do nothing returning delta',
+    [e.sessionId, e.subjectType, e.subjectId, e.delta, e.reason, e.now],
+  );
+  return inserted.length > 0;
+}
+
+/** Adds `delta` to the subject's score (from `neutral` for a new subject), clamped to 0..1000; returns the new score. */
+export async function addToReputationScore(tx: Em, r: { subjectType: string; subjectId: string; delta: number; neutral: number; now: Date }): Promise<number> {
+  const rows = await tx.execute<Array<{ score: number }>>(
+    `insert into reputation (subject_type, subject_id, score, outcomes, updated_at)
+     values (?, ?, least(1000, greatest(0, ? + ?)), 1, ?)
+     on conflict (subject_type, subject_id) do update
+       set score = least(1000, greatest(0, reputation.score + excluded.score - ?)), outcomes = reputation.outcomes + 1, updated_at = excluded.updated_at
+     returning score`,
+    [r.subjectType, r.subjectId, r.neutral, r.delta, r.now, r.neutral],
+  );
+  return Number(rows[0]!.score);
+}

@@ -1,0 +1,29 @@
+import type { Em } from '../../db/orm.js';
+
+/**
+ * `settlement_attempts` and `settlement_transactions` are entities (./entity.ts); the claim
+ * below is SQL because it is one statement with FOR UPDATE SKIP LOCKED, so any number of
+ * reconcilers share the table without taking the same attempt.
+ */
+
+/**
+ * Claims up to `limit` pending attempts whose lease ran out, extending their lease by
+ * `leaseSeconds`. The comparison uses the database's now() on purpose: workers in several
+ * processes compare one clock (leases written by the app clock are in the past or future of it alike).
+ */
+export async function claimDueAttempts(tx: Em, leaseSeconds: number, limit: number): Promise<string[]> {
+  const rows = await tx.execute<Array<{ id: string }>>(
+    `update settlement_attempts set lease_until = now() + make_interval(secs => ?)
+     where id in (select id from settlement_attempts where status = 'pending' and lease_until < now()
+                  order by lease_until limit ? for update skip locked)
+     returning id`,
+    [leaseSeconds, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Settlement attempts by status (`pending`, `settled`, `failed`), for `GET /metrics`. */
+export async function countAttemptsByStatus(em: Em): Promise<Record<string, number>> {
+  const rows = await em.execute<Array<{ status: string; n: string | number }>>(`select status, count(*) as n from settlement_attempts group by status`);
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+}

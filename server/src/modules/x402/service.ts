@@ -1,0 +1,220 @@
+import { resolvePolicy, X402PaymentPayload, type ReasonCode, type SettleBody as SettleRequestBody } from '@svc/contract';
+import type { Hex } from 'viem';
+import type { Ctx } from '../../http/context.js';
+import { canonicalHash } from '../../lib/canonical-json.js';
+import { ApiError } from '../../lib/errors.js';
+import { findUnstorableJson } from '../../http/body-guard.js';
+import { cartTotals, toBaseUnits } from '../../lib/money.js';
+import { agentRails, merchantByRef } from '../agent/discovery.js';
+import { findCatalogItem } from '../catalog/service.js';
+import type { SessionRow } from '../checkout/entity.js';
+import { createCheckout, findSession, findSessionByIdempotencyKey } from '../checkout/service.js';
+import { settleSession, type SettleResult } from '../checkout/settle.js';
+import { checkProof } from '../../lib/eip3009.js';
+import type { MerchantRow } from '../merchants/service.js';
+import { activePolicy } from '../policy/service.js';
+import { payerAgentId } from './agent-id.js';
+import {
+  canonicalPayment,
+  chainOfNetwork,
+  challenge,
+  decodePaymentHeader,
+  networkOf,
+  paymentResponseHeader,
+  type ReadPayment,
+  type Refused,
+  type X402Due,
+  type X402Version,
+} from './wire.js';
+
+/** How the payment arrived: the x402 header (if any), the URL asked for, where hosted links point. */
+export type X402Transport = { header: { version: X402Version; value: string } | null; resourceUrl: string; baseUrl: string };
+
+/** What a handler sends: status, body and the x402 headers to set. */
+export type X402Reply = { status: number; body: unknown; headers: Record<string, string> };
+
+const NONCE_RE = /^0x[0-9a-fA-F]{64}$/;
+
+const isRefused = (r: ReadPayment | Refused): r is Refused => 'refused' in r;
+
+/** A payment header decoded and validated against the contract's x402 PaymentPayload. */
+export function readPaymentHeader(value: string): ReadPayment | Refused {
+  const decoded = decodePaymentHeader(value);
+  if (decoded === null) return { refused: 'PAYMENT_MALFORMED', human: 'The payment header is not base64-encoded JSON.' };
+  // What the body guard refuses in a JSON body (NUL, lone surrogates) is refused in a header too.
+  const unstorable = findUnstorableJson(decoded, 'payment');
+  if (unstorable) return { refused: 'PAYMENT_MALFORMED', human: `${unstorable[0]}: ${unstorable[1]}.` };
+  const parsed = X402PaymentPayload.safeParse(decoded);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { refused: 'PAYMENT_MALFORMED', human: `The payment header is not an x402 exact-scheme PaymentPayload${issue ? ` (${issue.path.join('.') || 'payload'}: ${issue.message})` : ''}.` };
+  }
+  return canonicalPayment(parsed.data);
+}
+
+/**
+ * The x402 requirement of one catalog item, without opening a session (an unpaid request
+ * writes nothing): the same SKU, rail and currency checks and the same money functions
+ * as createCheckout, so the paid request's session asks exactly this amount.
+ */
+export async function quoteItem(ctx: Ctx, m: MerchantRow, sku: string, qty: number, resourceUrl: string): Promise<X402Due> {
+  const item = await findCatalogItem(ctx.em, m.id, sku);
+  if (!item) throw new ApiError('SKU_UNKNOWN', `Unknown SKU: ${sku}.`);
+  if (!item.available) throw new ApiError('SKU_UNAVAILABLE', `Unavailable SKU: ${sku}.`);
+  const policy = resolvePolicy((await activePolicy(ctx.em, m.id))?.body);
+  const x402 = m.receiving.x402;
+  if (!x402 || !agentRails(m, policy.allowedRails).includes('x402')) {
+    throw new ApiError('RAIL_NOT_ALLOWED', 'This merchant does not offer the x402 rail in this mode (or its policy does not allow it).');
+  }
+  if (item.currency !== 'USD') throw new ApiError('CURRENCY_UNSUPPORTED', `A ${item.currency} item cannot be paid over x402 (USDC settles USD only).`);
+  const { total } = cartTotals([{ unitPrice: item.priceAmount, qty }], item.currency);
+  return {
+    chain: x402.chain,
+    payTo: x402.address,
+    amountBaseUnits: toBaseUnits(total).baseUnits,
+    resourceUrl,
+    description: qty === 1 ? item.name : `${qty} x ${item.name}`,
+  };
+}
+
+const refusal402 = (due: X402Due, code: ReasonCode | string, human: string, sessionId?: string): X402Reply => {
+  const c = challenge(due, { status: 'payment_invalid', reason_codes: [code], error_human: human }, sessionId);
+  return { status: 402, body: c.body, headers: c.headers };
+};
+
+/** The payment matches the requirement's scheme and network (the facilitator checks the rest). */
+function schemeAndNetwork(due: X402Due, read: ReadPayment): { code: ReasonCode; human: string } | null {
+  if ('mock' in read.payment || read.payment.scheme !== 'x402-exact') {
+    return { code: 'PAYMENT_SCHEME_UNSUPPORTED', human: 'Pay with the x402 `exact` scheme (EIP-3009 transferWithAuthorization).' };
+  }
+  if (read.network !== null && chainOfNetwork(read.network) !== due.chain) {
+    return { code: 'PAYMENT_NETWORK_MISMATCH', human: `This merchant settles on ${due.chain} (${networkOf(due.chain)}), not ${read.network}.` };
+  }
+  return null;
+}
+
+/** A settle result in the x402 shape: PAYMENT-RESPONSE on success, a 402 challenge on any refusal. */
+export function x402ReplyOf(result: SettleResult, due: X402Due | null, version: X402Version, payer: string, sessionId: string): X402Reply {
+  if (result.status === 200) {
+    const headers = due ? paymentResponseHeader(version, due.chain, result.body.fulfillment.reference, payer) : {};
+    return { status: 200, body: result.body, headers };
+  }
+  if (result.status === 202 || !due) return { status: result.status, body: result.body, headers: {} };
+  const c = challenge(due, { status: result.body.status, reason_codes: result.body.reason_codes, error_human: result.body.error_human }, sessionId);
+  return { status: 402, body: c.body, headers: c.headers };
+}
+
+/**
+ * GET /m/<merchant>/x402/<sku>: unpaid, the 402 challenge for the item; paid, a checkout
+ * session for the item (idempotent on the payment-identifier, else on the authorization
+ * nonce) settled by the one settle path (settleSession: gate, engine, receipt, events).
+ */
+export async function buyItem(
+  ctx: Ctx,
+  ref: string,
+  input: X402Transport & { prefix: string; sku: string; qty: number; agentId?: string },
+): Promise<X402Reply> {
+  const m = await merchantByRef(ctx.em, ref);
+  const due = await quoteItem(ctx, m, input.sku, input.qty, input.resourceUrl);
+  if (!input.header) {
+    const c = challenge(due, null);
+    return { status: 402, body: c.body, headers: c.headers };
+  }
+  const read = readPaymentHeader(input.header.value);
+  if (isRefused(read)) return refusal402(due, read.refused, read.human);
+  const mismatch = schemeAndNetwork(due, read);
+  if (mismatch) return refusal402(due, mismatch.code, mismatch.human);
+  const payment = read.payment as Extract<ReadPayment['payment'], { authorization: unknown }>;
+  const version = input.header.version;
+  const paymentHash = canonicalHash(payment);
+  const key = read.paymentId ? `x402-pid:${read.paymentId}` : `x402:${payment.authorization.nonce.toLowerCase()}`;
+
+  // A repeat of a payment that already reached a result replays it (even past validBefore).
+  const claimedAgent = input.agentId?.toLowerCase() ?? payerAgentId(payment.authorization.from);
+  const prior = NONCE_RE.test(payment.authorization.nonce) ? await findSessionByIdempotencyKey(ctx.em, m.id, claimedAgent, key) : null;
+  if (prior && read.paymentId && prior.payment && canonicalHash(prior.payment) !== paymentHash) {
+    throw new ApiError('IDEMPOTENCY_KEY_REUSED', `payment-identifier ${read.paymentId} was already used with a different payment.`);
+  }
+  const sameItem = !!prior && prior.lines.length === 1 && prior.lines[0]!.sku === input.sku && prior.lines[0]!.qty === input.qty;
+  if (!sameItem || prior!.settlePaymentHash !== paymentHash) {
+    // The payer anchors the agent id, so it is proven (signer recovery) before anything is
+    // written: a forged `from` cannot open sessions or cost anyone reputation.
+    const checked = await checkProof(
+      { chain: due.chain, payTo: due.payTo, amountBaseUnits: due.amountBaseUnits, authorization: payment.authorization, signature: payment.signature as Hex },
+      Math.floor(ctx.services.now().getTime() / 1000),
+    );
+    if (!checked.ok) return refusal402(due, checked.code, checked.human, prior?.id);
+  }
+
+  const created = await createCheckout(ctx, m, input.prefix, {
+    agent_id: claimedAgent,
+    items: [{ sku: input.sku, qty: input.qty }],
+    rail: 'x402',
+    idempotency_key: key,
+  });
+  // The session's own requirement (created just now, or the idempotent session of a repeat): no second read.
+  const sessionId = created.session_id;
+  const sessionDue: X402Due = { ...due, amountBaseUnits: created.payment_required.amountBaseUnits ?? due.amountBaseUnits };
+  const result = await settleSession(ctx, m, sessionId, { payment }, input.baseUrl);
+  const reply = x402ReplyOf(result, sessionDue, version, payment.authorization.from, sessionId);
+  if (reply.status === 202 || reply.status === 200) reply.body = { ...(reply.body as object), session_id: sessionId };
+  return reply;
+}
+
+/**
+ * POST settle with any transport: today's JSON payment, an x402 PaymentPayload in the JSON
+ * body, or PAYMENT-SIGNATURE / X-PAYMENT headers. All become one canonical payment for
+ * settleSession; an x402 payment (or none, on an open x402 session) answers in x402's shape.
+ */
+export async function settleAnyTransport(
+  ctx: Ctx,
+  m: MerchantRow,
+  sessionId: string,
+  body: SettleRequestBody | undefined,
+  input: X402Transport,
+): Promise<X402Reply> {
+  let read: ReadPayment | Refused | null = null;
+  if (input.header) read = readPaymentHeader(input.header.value);
+  else if (body?.payment) read = canonicalPayment(body.payment);
+  const viaX402 = input.header !== null || (read !== null && !isRefused(read) && read.x402Version !== null);
+
+  if (!viaX402 && read !== null) {
+    if (isRefused(read)) return { status: 402, body: { status: 'payment_invalid', reason_codes: [read.refused], error_human: read.human }, headers: {} };
+    const result = await settleSession(ctx, m, sessionId, { payment: read.payment }, input.baseUrl);
+    return { status: result.status, body: result.body, headers: {} };
+  }
+
+  const s = await findSession(ctx.em, m, sessionId);
+  const due: X402Due | null =
+    s.rail === 'x402' && s.chain && s.payTo && s.amountBaseUnits
+      ? { chain: s.chain, payTo: s.payTo, amountBaseUnits: s.amountBaseUnits, resourceUrl: input.resourceUrl, description: `Checkout session ${s.id}` }
+      : null;
+  if (read === null) {
+    // No payment at all: the x402 challenge for an open x402 session.
+    if (!due) throw new ApiError('VALIDATION_FAILED', 'body.payment: Required (this session is on the mock rail: send {"payment":{"mock":true}}).');
+    assertPayable(s, ctx.services.now());
+    const c = challenge(due, null, s.id);
+    return { status: 402, body: c.body, headers: c.headers };
+  }
+  if (isRefused(read)) {
+    if (!due) return { status: 402, body: { status: 'payment_invalid', reason_codes: [read.refused], error_human: read.human }, headers: {} };
+    return refusal402(due, read.refused, read.human, s.id);
+  }
+  if (due) {
+    const mismatch = schemeAndNetwork(due, read);
+    if (mismatch) return refusal402(due, mismatch.code, mismatch.human, s.id);
+  }
+  const version: X402Version = input.header?.version ?? read.x402Version ?? 2;
+  const result = await settleSession(ctx, m, sessionId, { payment: read.payment }, input.baseUrl);
+  const payer = 'authorization' in read.payment ? read.payment.authorization.from : '';
+  return x402ReplyOf(result, due, version, payer, s.id);
+}
+
+/** An unpaid request on a session that can no longer be paid answers what settle would. */
+function assertPayable(s: SessionRow, now: Date) {
+  if (s.state === 'settling') throw new ApiError('SETTLEMENT_IN_PROGRESS');
+  if (s.state === 'expired' || ((s.state === 'awaiting_payment' || s.state === 'approved') && now > s.expiresAt)) throw new ApiError('SESSION_EXPIRED');
+  if (s.state !== 'awaiting_payment' && s.state !== 'approved') {
+    throw new ApiError('SESSION_ALREADY_SETTLED', `The session is already ${s.state}; there is nothing left to pay.`);
+  }
+}

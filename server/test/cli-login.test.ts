@@ -1,0 +1,89 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, ROOT, TSX } from './helpers/spawn.js';
+import { TestApp } from './helpers/harness.js';
+
+// `npm run svc -- login` as a newcomer runs it: the real CLI entry point under tsx, against a
+// running server (embedded PGlite unless DATABASE_URL is set), with nothing stored.
+
+type Child = { stdout: string; stderr: string; waitFor: (re: RegExp) => Promise<RegExpExecArray>; done: Promise<number | null> };
+
+function login(args: string[]): Child {
+  const child = spawn(process.execPath, [TSX, CLI, 'login', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], timeout: 90_000 });
+  const state: Child = {
+    stdout: '',
+    stderr: '',
+    waitFor: (re) =>
+      new Promise((ok, fail) => {
+        const check = () => {
+          const m = re.exec(state.stderr);
+          if (m) {
+            child.stderr.off('data', check);
+            ok(m);
+          }
+        };
+        child.stderr.on('data', check);
+        child.on('close', () => fail(new Error(`exited before ${re}: ${state.stderr}`)));
+        check();
+      }),
+    done: new Promise((ok) => child.on('close', (code) => ok(code))),
+  };
+  child.stdout.on('data', (b) => (state.stdout += b));
+  child.stderr.on('data', (b) => (state.stderr += b));
+  return state;
+}
+
+let app: TestApp;
+const dir = mkdtempSync(join(tmpdir(), 'svc-login-'));
+beforeAll(async () => {
+  app = await TestApp.start();
+});
+afterAll(async () => {
+  await app?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('svc login', () => {
+  it('GIVEN a running server WHEN `svc login --email` runs and the person follows the link THEN the CLI writes a working test key to --out (0600)', async () => {
+    const out = join(dir, 'key.txt');
+    const cli = login(['--url', app.baseUrl, '--email', `newcomer-${Date.now()}@example.com`, '--out', out]);
+    const [, link] = await cli.waitFor(/Development server: the link is (\S+)/);
+    // The person clicks the link in their mail.
+    const clicked = await fetch(link!);
+    expect(clicked.status).toBe(200);
+    expect(await cli.done).toBe(0);
+    expect(cli.stdout).toMatch(/^wrote test key key_[0-9a-z]{26} to /);
+    const secret = readFileSync(out, 'utf8').trim();
+    expect(secret).toMatch(/^svc_test_/);
+    expect(statSync(out).mode & 0o777).toBe(0o600);
+    const me = await app.request('GET', '/v1/me', { key: secret });
+    expect(me.status).toBe(200);
+    expect(me.body.key.name).toBe('CLI login');
+  }, 120_000);
+
+  it('GIVEN `svc login` without --email WHEN a signed-in member confirms the printed code THEN the key is printed on stdout', async () => {
+    const started = await app.request('POST', '/v1/auth/email/start', { body: { email: `member-${Date.now()}@example.com` } });
+    const verified = await fetch(`${app.baseUrl}/v1/auth/verify?token=${started.body.dev_token}`);
+    const cookie = /svc_session=([^;]+)/.exec(verified.headers.get('set-cookie')!)![1]!;
+
+    const cli = login(['--url', app.baseUrl]);
+    const [, url, code] = await cli.waitFor(/Open (\S+\?user_code=([A-Z]{4}-[A-Z]{4})) and confirm/);
+    expect(url).toBe(`${app.baseUrl}/v1/auth/device?user_code=${code}`);
+    expect(cli.stderr).toContain(`Your code: ${code}`);
+    const approved = await app.request('POST', '/v1/auth/cli/approve', { headers: { cookie: `svc_session=${cookie}`, origin: app.baseUrl }, body: { user_code: code } });
+    expect(approved.status, approved.text).toBe(200);
+    expect(await cli.done).toBe(0);
+    const secret = cli.stdout.trim();
+    expect(secret).toMatch(/^svc_test_[A-Za-z0-9_-]{43}$/);
+    expect((await app.request('GET', '/v1/me', { key: secret })).status).toBe(200);
+  }, 120_000);
+
+  it('GIVEN no server at the URL WHEN `svc login` runs THEN it exits 2 naming the URL', async () => {
+    const cli = login(['--url', 'http://127.0.0.1:9']);
+    expect(await cli.done).toBe(2);
+    expect(cli.stderr).toContain('cannot reach http://127.0.0.1:9');
+  }, 60_000);
+});
