@@ -424,7 +424,7 @@ export interface paths {
         };
         /**
          * List events, newest first
-         * @description Every event of the key's project and mode, whether or not an endpoint received it.
+         * @description Every event of the key's project and mode, whether or not an endpoint received it. Filters combine.
          *
          *     Auth: API key (Bearer) with scope `webhooks:read`, or a signed-in member's session cookie.
          */
@@ -468,7 +468,7 @@ export interface paths {
         put?: never;
         /**
          * Deliver an event again
-         * @description Enqueues a new delivery of the same bytes to every endpoint that currently matches it (not disabled, same mode, enabled_events matches).
+         * @description Enqueues a new delivery of the same bytes to every endpoint that currently matches it (not disabled, same mode, enabled_events matches). A webhook_endpoint.test event goes again to the endpoint it tested only.
          *
          *     Auth: API key (Bearer) with scope `webhooks:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
@@ -738,9 +738,33 @@ export interface paths {
         };
         /**
          * The order feed, newest first
-         * @description Auth: API key (Bearer) with scope `orders:read`, or a signed-in member's session cookie.
+         * @description Filters combine. next_cursor continues the same filtered feed: send it with the same filters.
+         *
+         *     Auth: API key (Bearer) with scope `orders:read`, or a signed-in member's session cookie.
          */
         get: operations["listOrders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orders/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sales at a glance: today, the last 7 and 14 days, holds waiting, failing webhook endpoints
+         * @description Scoped to the key's project and mode (and to one merchant with merchant_id; failing_endpoints is always the whole project's, endpoints belong to the project). Days are calendar days in tz. Volumes are exact decimal strings summed by the database.
+         *
+         *     Auth: API key (Bearer) with scope `orders:read`, or a signed-in member's session cookie.
+         */
+        get: operations["getOrdersSummary"];
         put?: never;
         post?: never;
         delete?: never;
@@ -768,6 +792,28 @@ export interface paths {
          *     Auth: API key (Bearer) with scope `policy:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         put: operations["putPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/policy/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every stored policy version, newest first
+         * @description Newest (highest version) first, active or not, so two versions can be compared. next_cursor is the id of the last version of the page.
+         *
+         *     Auth: API key (Bearer) with scope `policy:read`, or a signed-in member's session cookie.
+         */
+        get: operations["listPolicyVersions"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -1039,6 +1085,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to this endpoint only
+         * @description Records a webhook_endpoint.test event (data.object: {id, object: "webhook_endpoint", url}) and queues one signed delivery to this endpoint, whatever its enabled_events, through the normal queue and retries. Never an order event and never sent to another endpoint; it is listed by GET /v1/events. A disabled endpoint is 409 WEBHOOK_ENDPOINT_DISABLED.
+         *
+         *     Auth: API key (Bearer) with scope `webhooks:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
+         */
+        post: operations["sendWebhookTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1177,11 +1245,25 @@ export interface components {
                 tier: "premium" | "trusted" | "standard" | "cautious";
             } | null;
         };
+        EndpointTestWebhookEvent: {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["WebhookEndpointTestObject"];
+            };
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "webhook_endpoint.test";
+        };
         Error: {
             /** @description One line for humans; never parse it. */
             error_human: string;
             /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_SLUG_TAKEN" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
+            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_SLUG_TAKEN" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
         };
         Jwks: {
             keys: components["schemas"]["PublicJwk"][];
@@ -1324,6 +1406,62 @@ export interface components {
             /** @enum {string} */
             trust_tier: "premium" | "trusted" | "standard" | "cautious";
         };
+        OrderWebhookEvent: {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["OrderEventObject"];
+            };
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "order.accepted" | "order.settled" | "order.rejected" | "order.held";
+        };
+        OrdersSummary: {
+            /** @enum {string} */
+            currency: "USDC";
+            /** @description The last 14 calendar days in `tz`, oldest first, today last; days without orders read zero. */
+            days: {
+                accepted_count: number;
+                /** @description Exact decimal string, at least two decimals. */
+                accepted_volume: string;
+                /** @description The calendar day in the requested time zone, YYYY-MM-DD. */
+                date: string;
+            }[];
+            /** @description Webhook endpoints of the project and mode whose latest finished delivery attempt failed, or that have a permanently failed delivery. */
+            failing_endpoints: number;
+            /** @description Checkout sessions held for review now (approve or decline them). */
+            holds_waiting: number;
+            /** @description Since midnight today in `tz`. */
+            today: {
+                /** @description Accepted orders, whatever their currency. */
+                accepted_count: number;
+                /** @description Sum of the totals of accepted orders priced in USD (settled 1:1 in USDC), exact. */
+                accepted_volume: string;
+                /** @description Orders created in the period by their current decision. */
+                orders_by_decision: {
+                    accept: number;
+                    hold: number;
+                    reject: number;
+                };
+            };
+            /** @description The last 7 calendar days in `tz`, today included. */
+            week: {
+                /** @description Accepted orders, whatever their currency. */
+                accepted_count: number;
+                /** @description Sum of the totals of accepted orders priced in USD (settled 1:1 in USDC), exact. */
+                accepted_volume: string;
+                /** @description Orders created in the period by their current decision. */
+                orders_by_decision: {
+                    accept: number;
+                    hold: number;
+                    reject: number;
+                };
+            };
+        };
         PaymentRequired: {
             /** @description Exact decimal; for x402 the total rounded up to a whole base unit. */
             amount: string;
@@ -1422,6 +1560,16 @@ export interface components {
                 chain: "base" | "base-sepolia";
             };
         };
+        ReplayResult: {
+            deliveries: {
+                /** @description Id with prefix whk_ */
+                endpoint_id: string;
+                /** @enum {string} */
+                status: "pending";
+            }[];
+            /** @description Id with prefix evt_ */
+            event_id: string;
+        };
         SettleAccepted: {
             fulfillment: {
                 rail: string;
@@ -1462,6 +1610,20 @@ export interface components {
             /** @enum {string} */
             status: "rejected";
         };
+        StoredPolicyVersion: {
+            /** @description true for the one version in force (at most one). */
+            active: boolean;
+            /** @description The body exactly as it was put. A version that was never published may hold unknown or invalid fields (validate reports them). */
+            body: {
+                [key: string]: unknown;
+            };
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            hash: string;
+            id: string;
+            note: string | null;
+            version: number;
+        };
         Total: {
             currency: string;
             subtotal: string;
@@ -1492,6 +1654,14 @@ export interface components {
             updated_at: string;
             url: string;
         };
+        WebhookEndpointTestObject: {
+            /** @description The endpoint tested. */
+            id: string;
+            /** @enum {string} */
+            object: "webhook_endpoint";
+            /** @description The endpoint's URL when the test was sent. */
+            url: string;
+        };
         WebhookEndpointWithSecret: {
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
@@ -1518,20 +1688,7 @@ export interface components {
             updated_at: string;
             url: string;
         };
-        WebhookEvent: {
-            /** @enum {string} */
-            api_version: "v1";
-            /** @description Unix seconds. */
-            created: number;
-            data: {
-                object: components["schemas"]["OrderEventObject"];
-            };
-            /** @description Id with prefix evt_ */
-            id: string;
-            livemode: boolean;
-            /** @enum {string} */
-            type: "order.accepted" | "order.settled" | "order.rejected" | "order.held";
-        };
+        WebhookEvent: components["schemas"]["OrderWebhookEvent"] | components["schemas"]["EndpointTestWebhookEvent"];
         WebhookEventDetail: {
             /** @enum {string} */
             api_version: "v1";
@@ -1578,6 +1735,52 @@ export interface components {
             livemode: boolean;
             /** @enum {string} */
             type: "order.accepted" | "order.settled" | "order.rejected" | "order.held";
+        } | {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["WebhookEndpointTestObject"];
+            };
+            deliveries: {
+                attempt_count: number;
+                attempts: {
+                    attempt_number: number;
+                    /** @description ISO 8601 UTC timestamp */
+                    completed_at: string | null;
+                    /** @description ISO 8601 UTC timestamp */
+                    created_at: string;
+                    duration_ms: number | null;
+                    error: string | null;
+                    /** @description Sent as Svc-Delivery-Id. */
+                    id: string;
+                    response_status: number | null;
+                    /**
+                     * @description lost: the worker stopped before recording a result; the attempt was sent again after its lease expired.
+                     * @enum {string}
+                     */
+                    status: "in_progress" | "succeeded" | "failed" | "lost";
+                }[];
+                /** @description ISO 8601 UTC timestamp */
+                created_at: string;
+                /** @description Id with prefix whk_ */
+                endpoint_id: string;
+                /** @description ISO 8601 UTC timestamp */
+                next_attempt_at: string | null;
+                /** @description true when enqueued by POST /v1/events/{id}/replay. */
+                replay: boolean;
+                /**
+                 * @description failed is permanent (seven failed attempts); canceled: the endpoint was disabled or deleted.
+                 * @enum {string}
+                 */
+                status: "pending" | "succeeded" | "failed" | "canceled";
+            }[];
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "webhook_endpoint.test";
         };
         X402Authorization: {
             from: string;
@@ -3637,7 +3840,9 @@ export interface operations {
                 limit?: number;
                 /** @description The previous page's next_cursor. */
                 cursor?: string;
-                type?: "order.accepted" | "order.settled" | "order.rejected" | "order.held";
+                type?: "order.accepted" | "order.settled" | "order.rejected" | "order.held" | "webhook_endpoint.test";
+                /** @description Only the events of this order (data.object.id). */
+                order_id?: string;
             };
             header?: never;
             path?: never;
@@ -3850,16 +4055,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        deliveries: {
-                            /** @description Id with prefix whk_ */
-                            endpoint_id: string;
-                            /** @enum {string} */
-                            status: "pending";
-                        }[];
-                        /** @description Id with prefix evt_ */
-                        event_id: string;
-                    };
+                    "application/json": components["schemas"]["ReplayResult"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -5676,6 +5872,16 @@ export interface operations {
                 cursor?: string;
                 /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
                 merchant_id?: string;
+                /** @description Only orders with this decision (a held order that was approved reads accept). */
+                decision?: "accept" | "reject" | "hold";
+                /** @description Only orders of this agent. */
+                agent_id?: string;
+                /** @description Only orders decided at this trust tier. */
+                trust_tier?: "premium" | "trusted" | "standard" | "cautious";
+                /** @description Only orders created at or after this time (ISO 8601 with Z or an offset; send + as %2B). */
+                created_gte?: string;
+                /** @description Only orders created before this time. */
+                created_lt?: string;
             };
             header?: never;
             path?: never;
@@ -5722,6 +5928,103 @@ export interface operations {
                         has_more: boolean;
                         next_cursor: string | null;
                     };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOrdersSummary: {
+        parameters: {
+            query?: {
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
+                merchant_id?: string;
+                /** @description IANA time zone name for the day boundaries, e.g. Europe/Paris; default UTC. */
+                tz?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrdersSummary"];
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -6013,6 +6316,108 @@ export interface operations {
             };
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPolicyVersions: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The previous page's next_cursor. */
+                cursor?: string;
+                /** @description Defaults to the project's default merchant in the key's mode. */
+                merchant_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["StoredPolicyVersion"][];
+                        has_more: boolean;
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7200,7 +7605,7 @@ export interface operations {
                  */
                 "application/json": {
                     description?: string;
-                    /** @description Event types to deliver, or ["*"] for all. */
+                    /** @description Order event types to deliver, or ["*"] for all of them (webhook_endpoint.test is sent only on request, to the endpoint tested). */
                     enabled_events: (("order.accepted" | "order.settled" | "order.rejected" | "order.held") | "*")[];
                     /** @description https URL (test mode also allows http to a loopback address). */
                     url: string;
@@ -7516,7 +7921,7 @@ export interface operations {
                     description?: string | null;
                     /** @description true disables the endpoint (no deliveries; pending ones are canceled); false re-enables it. */
                     disabled?: boolean;
-                    /** @description Event types to deliver, or ["*"] for all. */
+                    /** @description Order event types to deliver, or ["*"] for all of them (webhook_endpoint.test is sent only on request, to the endpoint tested). */
                     enabled_events?: (("order.accepted" | "order.settled" | "order.rejected" | "order.held") | "*")[];
                     /** @description https URL (test mode also allows http to a loopback address). */
                     url?: string;
@@ -7670,6 +8075,115 @@ export interface operations {
                 };
             };
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    sendWebhookTestEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Id with prefix whk_; an unknown id of any shape is 404 NOT_FOUND. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayResult"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -299,11 +299,14 @@ function webhookOperations(): JsonObject {
   });
   const out: JsonObject = {};
   for (const type of schemas.WebhookEventType.options) {
+    const test = type === schemas.ENDPOINT_TEST_EVENT_TYPE;
     out[type] = {
       post: {
         operationId: `webhook_${type.replace('.', '_')}`,
         tags: ['Webhooks'],
-        summary: `The ${type} event, POSTed to every enabled endpoint subscribed to it`,
+        summary: test
+          ? `The ${type} event, POSTed only to the endpoint named by POST /v1/webhooks/endpoints/{id}/test (never an order: acknowledge it, fulfil nothing)`
+          : `The ${type} event, POSTed to every enabled endpoint subscribed to it`,
         description:
           'Verify Svc-Signature over the raw body before parsing (HMAC-SHA256 with the endpoint\'s whsec_ secret; the SDK\'s verifyWebhook), deduplicate on Svc-Event-Id, answer 2xx within 10 s. Retried 7 times over about 3 days on anything else.',
         parameters: [
@@ -335,6 +338,8 @@ const NAMED_SCHEMAS: Record<string, z.ZodTypeAny> = {
   CatalogItem: schemas.CatalogItem,
   MerchantPolicy: schemas.MerchantPolicy,
   PolicyVersion: schemas.ActivePolicy,
+  StoredPolicyVersion: schemas.StoredPolicyVersion,
+  OrdersSummary: schemas.OrdersSummary,
   PolicyFinding: schemas.Finding,
   PublishRefused: schemas.PublishConflict,
   Order: schemas.Order,
@@ -359,7 +364,11 @@ const NAMED_SCHEMAS: Record<string, z.ZodTypeAny> = {
   WebhookEndpoint: schemas.WebhookEndpoint,
   WebhookEndpointWithSecret: schemas.WebhookEndpointWithSecret,
   WebhookEvent: schemas.WebhookEvent,
+  OrderWebhookEvent: schemas.OrderWebhookEvent,
+  EndpointTestWebhookEvent: schemas.EndpointTestWebhookEvent,
+  WebhookEndpointTestObject: schemas.WebhookEndpointTestObject,
   WebhookEventDetail: schemas.WebhookEventDetail,
+  ReplayResult: schemas.ReplayResult,
   ApiKey: schemas.ApiKeyObject,
   ApiKeyWithSecret: schemas.ApiKeyWithSecret,
 };

@@ -119,3 +119,27 @@ export function serviceValidated<T extends z.ZodTypeAny, W extends z.ZodTypeAny>
 export function documentedAs(schema: unknown): z.ZodTypeAny | undefined {
   return typeof schema === 'object' && schema !== null ? (schema as { [SERVICE_VALIDATED]?: z.ZodTypeAny })[SERVICE_VALIDATED] : undefined;
 }
+
+/**
+ * An IANA time zone name (`Europe/Paris`, `America/New_York`, `UTC`) that this runtime's Intl
+ * knows. UTC offsets such as `+05:00` are refused: Intl reads them one way and POSIX-style
+ * zone strings the opposite way, and a fixed offset has no daylight-saving days anyway.
+ */
+export function isIanaTimeZone(tz: string): boolean {
+  if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(tz)) return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const TimeZoneName = z
+  .string()
+  .max(64)
+  .refine(isIanaTimeZone, 'must be an IANA time zone name such as Europe/Paris')
+  .describe('IANA time zone name, e.g. Europe/Paris.');
+
+/** An ISO 8601 timestamp with a zone (`Z` or an offset) in a query parameter. */
+export const IsoTimestampQuery = z.string().datetime({ offset: true, message: 'must be an ISO 8601 timestamp with a zone, e.g. 2026-11-21T00:00:00Z' });

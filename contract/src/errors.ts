@@ -113,6 +113,7 @@ export const REASON_CODES = {
   // webhooks
   WEBHOOK_URL_INVALID: { status: 400, human: 'The webhook url breaks a URL rule (https for live endpoints; no private, loopback or link-local address).' },
   WEBHOOK_ENDPOINT_LIMIT: { status: 422, human: 'This project already has the maximum of 16 webhook endpoints in this mode.' },
+  WEBHOOK_ENDPOINT_DISABLED: { status: 409, human: 'The webhook endpoint is disabled; re-enable it (PATCH disabled: false) before sending it a test event.' },
 } as const satisfies Record<string, { status: number; human: string }>;
 
 export type ReasonCode = keyof typeof REASON_CODES;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId } from './common.js';
+import { c, IsoTimestamp, IsoTimestampQuery, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId, TimeZoneName } from './common.js';
 import { ErrorBody } from './errors.js';
 import { Decision, MandateType, SessionView, SettleAccepted, Total } from './agent.js';
 import { TrustTier } from './policy.js';
@@ -49,13 +49,64 @@ export type OrderEventObject = z.infer<typeof OrderEventObject>;
 
 const SessionParams = z.object({ id: idRef('sess') });
 
+/** The order feed's query: every filter narrows the feed, and they combine (all must hold). */
+export const OrderListQuery = ListQuery(50)
+  .extend({
+    merchant_id: idRef('mrch').optional(),
+    decision: Decision.optional().describe('Only orders with this decision (a held order that was approved reads accept).'),
+    agent_id: z.string().min(1).max(200).optional().describe('Only orders of this agent.'),
+    trust_tier: TrustTier.optional().describe('Only orders decided at this trust tier.'),
+    created_gte: IsoTimestampQuery.optional().describe('Only orders created at or after this time (ISO 8601 with Z or an offset; send + as %2B).'),
+    created_lt: IsoTimestampQuery.optional().describe('Only orders created before this time.'),
+  })
+  .strict();
+export type OrderListQuery = z.infer<typeof OrderListQuery>;
+
+/** An exact decimal string of any size (a sum of money): never a JSON number. */
+const DecimalSum = z.string().regex(/^\d+\.\d+$/, 'must be a decimal string like "12.50"').describe('Exact decimal string, at least two decimals.');
+const Count = z.number().int().nonnegative();
+
+export const OrdersSummaryPeriod = z.object({
+  accepted_volume: DecimalSum.describe('Sum of the totals of accepted orders priced in USD (settled 1:1 in USDC), exact.'),
+  accepted_count: Count.describe('Accepted orders, whatever their currency.'),
+  orders_by_decision: z.object({ accept: Count, reject: Count, hold: Count }).describe('Orders created in the period by their current decision.'),
+});
+
+export const OrdersSummaryDay = z.object({
+  date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe('The calendar day in the requested time zone, YYYY-MM-DD.'),
+  accepted_volume: DecimalSum,
+  accepted_count: Count,
+});
+
+export const OrdersSummary = z.object({
+  currency: z.literal('USDC'),
+  today: OrdersSummaryPeriod.describe('Since midnight today in `tz`.'),
+  week: OrdersSummaryPeriod.describe('The last 7 calendar days in `tz`, today included.'),
+  days: z.array(OrdersSummaryDay).describe('The last 14 calendar days in `tz`, oldest first, today last; days without orders read zero.'),
+  holds_waiting: Count.describe('Checkout sessions held for review now (approve or decline them).'),
+  failing_endpoints: Count.describe('Webhook endpoints of the project and mode whose latest finished delivery attempt failed, or that have a permanently failed delivery.'),
+});
+export type OrdersSummary = z.infer<typeof OrdersSummary>;
+
 export const ordersContract = c.router({
+  // Declared before any /v1/orders/:id route could be, so "summary" is never read as an id.
+  summary: {
+    method: 'GET',
+    path: '/v1/orders/summary',
+    query: z.object({ merchant_id: idRef('mrch').optional(), tz: TimeZoneName.optional().describe('IANA time zone name for the day boundaries, e.g. Europe/Paris; default UTC.') }).strict(),
+    responses: { 200: OrdersSummary, ...keyErrors },
+    summary: 'Sales at a glance: today, the last 7 and 14 days, holds waiting, failing webhook endpoints',
+    description:
+      'Scoped to the key\'s project and mode (and to one merchant with merchant_id; failing_endpoints is always the whole project\'s, endpoints belong to the project). Days are calendar days in tz. Volumes are exact decimal strings summed by the database.',
+    metadata: meta({ auth: 'key', scopes: ['orders:read'], tag: 'Orders', operationId: 'getOrdersSummary' }),
+  },
   list: {
     method: 'GET',
     path: '/v1/orders',
-    query: ListQuery(50).extend({ merchant_id: idRef('mrch').optional() }).strict(),
+    query: OrderListQuery,
     responses: { 200: listEnvelope(Order), ...keyErrors },
     summary: 'The order feed, newest first',
+    description: 'Filters combine. next_cursor continues the same filtered feed: send it with the same filters.',
     metadata: meta({ auth: 'key', scopes: ['orders:read'], tag: 'Orders', operationId: 'listOrders' }),
   },
 });

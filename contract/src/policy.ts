@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { c, IsoTimestamp, keyErrors, meta, MerchantIdQuery, serviceValidated } from './common.js';
+import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, MerchantIdQuery, serviceValidated } from './common.js';
 import { ErrorBody } from './errors.js';
 import { RailName } from './merchants.js';
 
@@ -123,6 +123,20 @@ export const NoActivePolicy = z.object({
   hash: z.null(),
 });
 
+/** One stored version as `GET /v1/policy/versions` lists it: active or not, valid or not. */
+export const StoredPolicyVersion = z.object({
+  id: z.string(),
+  version: z.number().int(),
+  hash: z.string(),
+  active: z.boolean().describe('true for the one version in force (at most one).'),
+  body: z
+    .record(z.string(), z.unknown())
+    .describe('The body exactly as it was put. A version that was never published may hold unknown or invalid fields (validate reports them).'),
+  note: z.string().nullable(),
+  created_at: IsoTimestamp,
+});
+export type StoredPolicyVersion = z.infer<typeof StoredPolicyVersion>;
+
 export const PutPolicyBody = z
   .object({
     body: serviceValidated(MerchantPolicy, z.record(z.string(), z.unknown()).describe('A MerchantPolicy object; unknown or mistyped fields are stored and reported by validate/publish (POLICY_FIELD_UNKNOWN, POLICY_FIELD_INVALID).')),
@@ -146,6 +160,15 @@ export const policyContract = c.router({
     responses: { 200: z.union([ActivePolicy, NoActivePolicy]), ...keyErrors },
     summary: 'The active policy version',
     metadata: meta({ auth: 'key', scopes: ['policy:read'], tag: 'Policy', operationId: 'getPolicy' }),
+  },
+  versions: {
+    method: 'GET',
+    path: '/v1/policy/versions',
+    query: ListQuery(20).merge(MerchantIdQuery).strict(),
+    responses: { 200: listEnvelope(StoredPolicyVersion), ...keyErrors },
+    summary: 'Every stored policy version, newest first',
+    description: 'Newest (highest version) first, active or not, so two versions can be compared. next_cursor is the id of the last version of the page.',
+    metadata: meta({ auth: 'key', scopes: ['policy:read'], tag: 'Policy', operationId: 'listPolicyVersions' }),
   },
   put: {
     method: 'PUT',

@@ -3,18 +3,30 @@ import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, idRef, prefi
 import { ErrorBody } from './errors.js';
 import { OrderEventObject } from './orders.js';
 
-/** Event types of section 6; `*` in `enabled_events` subscribes to all of them. */
-export const EVENT_TYPES = ['order.accepted', 'order.settled', 'order.rejected', 'order.held'] as const;
+/** The order events of section 6: what an endpoint subscribes to; `*` in `enabled_events` is all of them. */
+export const ORDER_EVENT_TYPES = ['order.accepted', 'order.settled', 'order.rejected', 'order.held'] as const;
+export const OrderEventType = z.enum(ORDER_EVENT_TYPES);
+export type OrderEventType = z.infer<typeof OrderEventType>;
+
+/**
+ * The test event `POST /v1/webhooks/endpoints/{id}/test` sends to that one endpoint: not an
+ * order event, so a receiver that fulfils on `order.*` can never act on it (docs/decisions.md).
+ * Nobody subscribes to it; it goes to the endpoint tested, whatever its `enabled_events`.
+ */
+export const ENDPOINT_TEST_EVENT_TYPE = 'webhook_endpoint.test' as const;
+
+/** Every event type recorded and listed by `GET /v1/events`. */
+export const EVENT_TYPES = [...ORDER_EVENT_TYPES, ENDPOINT_TEST_EVENT_TYPE] as const;
 export const WebhookEventType = z.enum(EVENT_TYPES);
 export type WebhookEventType = z.infer<typeof WebhookEventType>;
 
 export const EnabledEvents = z
-  .array(z.union([WebhookEventType, z.literal('*')]))
+  .array(z.union([OrderEventType, z.literal('*')]))
   .min(1)
-  .max(EVENT_TYPES.length + 1)
+  .max(ORDER_EVENT_TYPES.length + 1)
   .refine((list) => new Set(list).size === list.length, 'must not repeat an event type')
   .refine((list) => !list.includes('*') || list.length === 1, '"*" must be the only entry when present')
-  .describe('Event types to deliver, or ["*"] for all.');
+  .describe('Order event types to deliver, or ["*"] for all of them (webhook_endpoint.test is sent only on request, to the endpoint tested).');
 
 /** Only shape and length here: the server answers WEBHOOK_URL_INVALID with the precise rule. */
 const WebhookUrl = z.string().trim().min(1).max(2048).describe('https URL (test mode also allows http to a loopback address).');
@@ -64,14 +76,33 @@ export const UpdateWebhookEndpointBody = z
   .strict();
 export type UpdateWebhookEndpointBody = z.infer<typeof UpdateWebhookEndpointBody>;
 
-export const WebhookEvent = z.object({
+/** `data.object` of a `webhook_endpoint.test` event: the endpoint it was sent to. */
+export const WebhookEndpointTestObject = z.object({
+  id: prefixedId('whk').describe('The endpoint tested.'),
+  object: z.literal('webhook_endpoint'),
+  url: z.string().describe('The endpoint\'s URL when the test was sent.'),
+});
+export type WebhookEndpointTestObject = z.infer<typeof WebhookEndpointTestObject>;
+
+const envelope = {
   id: prefixedId('evt'),
-  type: WebhookEventType,
   created: z.number().int().describe('Unix seconds.'),
   livemode: z.boolean(),
   api_version: z.literal('v1'),
-  data: z.object({ object: OrderEventObject }),
+};
+
+export const OrderWebhookEvent = z.object({ ...envelope, type: OrderEventType, data: z.object({ object: OrderEventObject }) });
+export type OrderWebhookEvent = z.infer<typeof OrderWebhookEvent>;
+
+export const EndpointTestWebhookEvent = z.object({
+  ...envelope,
+  type: z.literal(ENDPOINT_TEST_EVENT_TYPE),
+  data: z.object({ object: WebhookEndpointTestObject }),
 });
+export type EndpointTestWebhookEvent = z.infer<typeof EndpointTestWebhookEvent>;
+
+/** An event as recorded and delivered: narrow on `type` to type `data.object`. */
+export const WebhookEvent = z.union([OrderWebhookEvent, EndpointTestWebhookEvent]);
 export type WebhookEvent = z.infer<typeof WebhookEvent>;
 
 export const WebhookAttempt = z.object({
@@ -97,7 +128,8 @@ export const WebhookDelivery = z.object({
   attempts: z.array(WebhookAttempt),
 });
 
-export const WebhookEventDetail = WebhookEvent.extend({ deliveries: z.array(WebhookDelivery) });
+const withDeliveries = { deliveries: z.array(WebhookDelivery) };
+export const WebhookEventDetail = z.union([OrderWebhookEvent.extend(withDeliveries), EndpointTestWebhookEvent.extend(withDeliveries)]);
 
 export const ReplayResult = z.object({
   event_id: prefixedId('evt'),
@@ -165,13 +197,29 @@ export const webhooksContract = c.router({
     description: 'Returns the new secret once. For 24 h deliveries carry two v1 signatures, one per secret.',
     metadata: writeMeta('rotateWebhookSecret'),
   },
+  sendTestEvent: {
+    method: 'POST',
+    path: '/v1/webhooks/endpoints/:id/test',
+    pathParams: EndpointParams,
+    body: c.noBody(),
+    responses: { 200: ReplayResult, ...keyErrors, 409: ErrorBody },
+    summary: 'Send a test event to this endpoint only',
+    description:
+      'Records a webhook_endpoint.test event (data.object: {id, object: "webhook_endpoint", url}) and queues one signed delivery to this endpoint, whatever its enabled_events, through the normal queue and retries. Never an order event and never sent to another endpoint; it is listed by GET /v1/events. A disabled endpoint is 409 WEBHOOK_ENDPOINT_DISABLED.',
+    metadata: writeMeta('sendWebhookTestEvent'),
+  },
   listEvents: {
     method: 'GET',
     path: '/v1/events',
-    query: ListQuery(20).extend({ type: WebhookEventType.optional() }).strict(),
+    query: ListQuery(20)
+      .extend({
+        type: WebhookEventType.optional(),
+        order_id: prefixedId('ord').optional().describe('Only the events of this order (data.object.id).'),
+      })
+      .strict(),
     responses: { 200: listEnvelope(WebhookEvent), ...keyErrors },
     summary: 'List events, newest first',
-    description: 'Every event of the key\'s project and mode, whether or not an endpoint received it.',
+    description: 'Every event of the key\'s project and mode, whether or not an endpoint received it. Filters combine.',
     metadata: readMeta('listEvents'),
   },
   getEvent: {
@@ -189,7 +237,8 @@ export const webhooksContract = c.router({
     body: c.noBody(),
     responses: { 200: ReplayResult, ...keyErrors },
     summary: 'Deliver an event again',
-    description: 'Enqueues a new delivery of the same bytes to every endpoint that currently matches it (not disabled, same mode, enabled_events matches).',
+    description:
+      'Enqueues a new delivery of the same bytes to every endpoint that currently matches it (not disabled, same mode, enabled_events matches). A webhook_endpoint.test event goes again to the endpoint it tested only.',
     metadata: writeMeta('replayEvent'),
   },
 });

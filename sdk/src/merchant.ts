@@ -8,7 +8,24 @@ export { verifyWebhook } from './webhooks.js';
 export * from './errors.js';
 export { ListIterator, type Page } from './pagination.js';
 export type { RequestOptions, FetchLike } from './http.js';
-export type { Merchant, CatalogItem, Order, OrderEventObject, ReceivingConfig, WebhookEndpoint, WebhookEndpointWithSecret, WebhookEvent, MerchantPolicy, ApiKeyObject, ApiKeyWithSecret } from '@svc/contract';
+export type {
+  Merchant,
+  CatalogItem,
+  Order,
+  OrderEventObject,
+  OrdersSummary,
+  ReceivingConfig,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+  WebhookEvent,
+  OrderWebhookEvent,
+  EndpointTestWebhookEvent,
+  WebhookEndpointTestObject,
+  MerchantPolicy,
+  StoredPolicyVersion,
+  ApiKeyObject,
+  ApiKeyWithSecret,
+} from '@svc/contract';
 export { POLICY_PRESETS } from '@svc/contract';
 export type { VerifyWebhookOptions, VerifyWebhookReason, VerifyWebhookResult } from './webhooks.js';
 
@@ -115,6 +132,12 @@ export class PolicyResource {
     const { query, svc } = splitScoped(options);
     return unwrap(await this.raw.policy.get({ query, svc }));
   }
+  /** GET /v1/policy/versions: every stored version, newest first, active or not (to compare two). */
+  versions(options?: Scoped<C['policy']['versions']>) {
+    type P = SuccessBody<C['policy']['versions']>;
+    const { query, svc } = splitScoped(options);
+    return new ListIterator<Item<P>, P>(async (cursor) => unwrap(await this.raw.policy.versions({ query: { ...query, cursor }, svc })), query.cursor);
+  }
   /** Stores a new inactive version; `publish()` makes it active. */
   async put(body: RouteBody<C['policy']['put']>, options?: Scoped<C['policy']['put']>): Promise<SuccessBody<C['policy']['put']>> {
     const { query, svc } = splitScoped(options);
@@ -134,10 +157,18 @@ export class PolicyResource {
 
 export class OrdersResource {
   constructor(private readonly raw: RawClient) {}
-  /** GET /v1/orders, newest first: iterate it, or `.page()` for one page. */
+  /**
+   * GET /v1/orders, newest first: iterate it, or `.page()` for one page. Filters (`decision`,
+   * `agent_id`, `trust_tier`, `created_gte`, `created_lt`, `merchant_id`) combine and hold on every page.
+   */
   list(query: RouteQuery<C['orders']['list']> = {}, options?: RequestOptions) {
     type P = SuccessBody<C['orders']['list']>;
     return new ListIterator<Item<P>, P>(async (cursor) => unwrap(await this.raw.orders.list({ query: { ...query, cursor }, svc: options })), query.cursor);
+  }
+  /** GET /v1/orders/summary: today, the last 7 and 14 days (calendar days in `tz`, default UTC), holds waiting, failing endpoints. */
+  async summary(options?: Scoped<C['orders']['summary']>): Promise<SuccessBody<C['orders']['summary']>> {
+    const { query, svc } = splitScoped(options);
+    return unwrap(await this.raw.orders.summary({ query, svc }));
   }
 }
 
@@ -184,10 +215,18 @@ export class WebhookEndpointsResource {
   async rotateSecret(id: string, options?: RequestOptions): Promise<SuccessBody<W['rotateSecret']>> {
     return unwrap(await this.raw.webhooks.rotateSecret({ params: { id: pathParam('id', id) }, svc: options }));
   }
+  /**
+   * Sends a `webhook_endpoint.test` event to this endpoint only (signed, through the normal
+   * queue and retries); follow it with `events.get(event_id)`.
+   */
+  async sendTestEvent(id: string, options?: RequestOptions): Promise<SuccessBody<W['sendTestEvent']>> {
+    return unwrap(await this.raw.webhooks.sendTestEvent({ params: { id: pathParam('id', id) }, svc: options }));
+  }
 }
 
 export class WebhookEventsResource {
   constructor(private readonly raw: RawClient) {}
+  /** GET /v1/events, newest first; `type` and `order_id` (the events of one order) narrow it. */
   list(query: RouteQuery<W['listEvents']> = {}, options?: RequestOptions) {
     type P = SuccessBody<W['listEvents']>;
     return new ListIterator<Item<P>, P>(async (cursor) => unwrap(await this.raw.webhooks.listEvents({ query: { ...query, cursor }, svc: options })), query.cursor);
@@ -196,7 +235,7 @@ export class WebhookEventsResource {
   async get(id: string, options?: RequestOptions): Promise<SuccessBody<W['getEvent']>> {
     return unwrap(await this.raw.webhooks.getEvent({ params: { id: pathParam('id', id) }, svc: options }));
   }
-  /** Delivers the same bytes again to every endpoint that currently matches the event. */
+  /** Delivers the same bytes again to every endpoint that currently matches the event (a test event: to the endpoint it tested). */
   async replay(id: string, options?: RequestOptions): Promise<SuccessBody<W['replayEvent']>> {
     return unwrap(await this.raw.webhooks.replayEvent({ params: { id: pathParam('id', id) }, svc: options }));
   }

@@ -1,5 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
+/**
+ * What a delivery's body parses to, once verified: narrow on `type` (`order.*` events carry an
+ * order, `webhook_endpoint.test` the endpoint tested; never fulfil on a test event).
+ */
+export type { WebhookEvent, OrderWebhookEvent, EndpointTestWebhookEvent, WebhookEventType } from '@svc/contract';
+
 export type VerifyWebhookReason =
   | 'SIGNATURE_HEADER_MISSING'
   | 'SIGNATURE_HEADER_MALFORMED'

@@ -187,7 +187,7 @@ describe('ingest, orders, events, reputation', () => {
     expect(feed.data.find((o) => o.id === order.order_id)).toMatchObject({ session_id: session.id, settlement_ref: '0xfeed', decision: 'accept' });
 
     const settled = await svc.webhooks.events.list({ type: 'order.settled' }).page();
-    const event = settled.data.find((e) => e.data.object.session_id === session.id);
+    const event = settled.data.find((e) => e.type === 'order.settled' && e.data.object.session_id === session.id);
     expect(event?.id).toMatch(/^evt_/);
     const detail = await svc.webhooks.events.get(event!.id);
     expect(detail).toMatchObject({ id: event!.id, type: 'order.settled', api_version: 'v1' });

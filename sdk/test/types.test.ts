@@ -1,5 +1,6 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { Merchant, Order, WebhookEndpointWithSecret, WebhookEvent } from '@svc/contract';
+import type { Merchant, Order, OrdersSummary, StoredPolicyVersion, WebhookEndpointWithSecret, WebhookEvent } from '@svc/contract';
+import { verifyWebhook, type WebhookEvent as ReceivedEvent } from '../src/webhooks.js';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import {
   AgentClient,
@@ -54,8 +55,32 @@ function typedBodiesCompile() {
 }
 
 function eventsAreTyped(event: WebhookEvent) {
+  // @ts-expect-error data.object is an order only once `type` says so (a test event carries the endpoint)
+  void event.data.object.items;
+  if (event.type === 'webhook_endpoint.test') {
+    expectTypeOf(event.data.object).toEqualTypeOf<{ id: string; object: 'webhook_endpoint'; url: string }>();
+    return;
+  }
+  expectTypeOf(event.type).toEqualTypeOf<'order.accepted' | 'order.settled' | 'order.rejected' | 'order.held'>();
   expectTypeOf(event.data.object.mandate_type).toEqualTypeOf<'svc' | 'ap2' | 'acp' | 'none'>();
   expectTypeOf(event.data.object.items).toEqualTypeOf<Array<{ sku: string; qty: number }>>();
+}
+
+/** What a receiver parses after verifyWebhook, typed from @svc/sdk/webhooks alone. */
+function receiverNarrowsOnType(raw: Buffer, header: string, secret: string) {
+  if (!verifyWebhook(raw, header, secret).ok) return;
+  const event = JSON.parse(raw.toString('utf8')) as ReceivedEvent;
+  if (event.type === 'order.settled') expectTypeOf(event.data.object.session_id).toEqualTypeOf<string>();
+  if (event.type === 'webhook_endpoint.test') expectTypeOf(event.data.object.url).toEqualTypeOf<string>();
+}
+
+function dashboardRoutesAreTyped() {
+  // @ts-expect-error decision is accept, reject or hold
+  void svc.orders.list({ decision: 'accepted' });
+  // @ts-expect-error trust_tier is the contract's TrustTier
+  void svc.orders.list({ trust_tier: 'elite' });
+  void svc.orders.list({ decision: 'hold', trust_tier: 'cautious', created_gte: '2026-11-01T00:00:00Z', agent_id: 'a' });
+  void svc.webhooks.events.list({ order_id: 'ord_x', type: 'webhook_endpoint.test' });
 }
 
 function outcomesNarrow(outcome: SettleOutcome) {
@@ -77,6 +102,11 @@ describe('types inferred from the contract', () => {
     expectTypeOf(svc.merchants.list).returns.toEqualTypeOf<ListIterator<Merchant, { data: Merchant[]; has_more: boolean; next_cursor: string | null }>>();
     expectTypeOf(svc.orders.list).returns.toEqualTypeOf<ListIterator<Order, { data: Order[]; has_more: boolean; next_cursor: string | null }>>();
     expectTypeOf(svc.webhooks.endpoints.create).returns.resolves.toEqualTypeOf<WebhookEndpointWithSecret>();
+    expectTypeOf(svc.orders.summary).returns.resolves.toEqualTypeOf<OrdersSummary>();
+    expectTypeOf(svc.policy.versions).returns.toEqualTypeOf<ListIterator<StoredPolicyVersion, { data: StoredPolicyVersion[]; has_more: boolean; next_cursor: string | null }>>();
+    expectTypeOf(svc.webhooks.endpoints.sendTestEvent).returns.resolves.toEqualTypeOf<{ event_id: string; deliveries: Array<{ endpoint_id: string; status: 'pending' }> }>();
+    expect(typeof receiverNarrowsOnType).toBe('function');
+    expect(typeof dashboardRoutesAreTyped).toBe('function');
     expectTypeOf(svc.catalog.remove).returns.resolves.toEqualTypeOf<void>();
     expectTypeOf(svc.livemode).toEqualTypeOf<boolean>();
     expectTypeOf<HeldOutcome['status']>().toEqualTypeOf<'hold'>();

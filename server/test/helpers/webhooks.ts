@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { ulid } from 'ulid';
-import type { OrderEventObject, WebhookEventType } from '@svc/contract';
+import type { OrderEventObject, OrderEventType } from '@svc/contract';
 import type { EventEnvelope } from '../../src/modules/events/service.js';
 import type { TestApp, TestKey } from './harness.js';
 
@@ -109,7 +109,7 @@ export function orderObject(merchantId: string, overrides: Partial<OrderEventObj
 export async function recordEvents(
   app: TestApp,
   key: Pick<TestKey, 'projectId' | 'mode'>,
-  types: WebhookEventType[],
+  types: OrderEventType[],
   object: OrderEventObject = orderObject('mrch_00000000000000000000000000'),
 ): Promise<EventEnvelope[]> {
   return app.services.orm.em.fork().transactional(async (tx) => {

@@ -104,3 +104,22 @@ export async function hitRateLimitBucket(em: Em, bucket: string, windowStart: Da
 export async function deleteRateLimitBucketsBefore(em: Em, before: Date): Promise<void> {
   await em.execute('delete from rate_limit_buckets where window_start < ?', [before]);
 }
+
+/**
+ * Sessions held for merchant review now, in a project and mode (one merchant when given):
+ * the summary's `holds_waiting`. A count over the partial index of held sessions.
+ */
+export async function countHeldSessions(em: Em, scope: { projectId: string; livemode: boolean; merchantId?: string | undefined }): Promise<number> {
+  const params: unknown[] = [scope.projectId, scope.livemode];
+  let merchantClause = '';
+  if (scope.merchantId !== undefined) {
+    merchantClause = 'and s.merchant_id = ?';
+    params.push(scope.merchantId);
+  }
+  const rows = await em.execute<Array<{ n: string | number }>>(
+    `select count(*) as n from checkout_sessions s join merchants m on m.id = s.merchant_id
+     where s.state = 'held' and m.project_id = ? and m.livemode = ? ${merchantClause}`,
+    params,
+  );
+  return Number(rows[0]?.n ?? 0);
+}

@@ -1,4 +1,4 @@
-import type { OrderEventObject, WebhookEvent, WebhookEventType } from '@svc/contract';
+import type { EndpointTestWebhookEvent, OrderWebhookEvent, WebhookEvent } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
 import { insertEvent } from './store.js';
@@ -6,15 +6,25 @@ import { insertEvent } from './store.js';
 /** An event as stored and delivered (the contract's WebhookEvent). */
 export type EventEnvelope = WebhookEvent;
 
-export type RecordEventInput = {
+/** The type and its `data.object`, paired as the contract pairs them (an order event carries an order). */
+export type EventBody =
+  | { type: OrderWebhookEvent['type']; object: OrderWebhookEvent['data']['object'] }
+  | { type: EndpointTestWebhookEvent['type']; object: EndpointTestWebhookEvent['data']['object'] };
+
+export type RecordEventInput = EventBody & {
   projectId: string;
   merchantId: string | null;
   livemode: boolean;
-  type: WebhookEventType;
-  object: OrderEventObject;
   /** Defaults to the outbox's clock (services.now()). */
   now?: Date;
 };
+
+/** Keys in the documented order (the delivered bytes are this object's JSON). */
+function envelopeOf(id: string, created: number, livemode: boolean, body: EventBody): EventEnvelope {
+  return body.type === 'webhook_endpoint.test'
+    ? { id, type: body.type, created, livemode, api_version: 'v1', data: { object: body.object } }
+    : { id, type: body.type, created, livemode, api_version: 'v1', data: { object: body.object } };
+}
 
 /** What runs in the business transaction after an event row is written (webhook fan-out). */
 export type EventFanOut = (tx: Em, envelope: EventEnvelope, input: RecordEventInput) => Promise<void>;
@@ -32,14 +42,7 @@ export class EventOutbox {
 
   async record(tx: Em, input: RecordEventInput): Promise<EventEnvelope> {
     const now = input.now ?? this.clock();
-    const envelope: EventEnvelope = {
-      id: newId('evt'),
-      type: input.type,
-      created: Math.floor(now.getTime() / 1000),
-      livemode: input.livemode,
-      api_version: 'v1',
-      data: { object: input.object },
-    };
+    const envelope = envelopeOf(newId('evt'), Math.floor(now.getTime() / 1000), input.livemode, input);
     await insertEvent(tx, {
       id: envelope.id,
       projectId: input.projectId,

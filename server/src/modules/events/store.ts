@@ -33,13 +33,24 @@ export async function findEventRow(em: Em, scope: EventScope, id: string): Promi
   return rows[0];
 }
 
-/** Newest first; `beforeSeq` continues a page (the seq of the cursor event). */
-export async function listEventRows(em: Em, scope: EventScope, q: { limit: number; type?: string; beforeSeq?: string | number }): Promise<EventRow[]> {
+/**
+ * Newest first; `beforeSeq` continues a page (the seq of the cursor event). `objectId` keeps the
+ * events about one object (`data.object.id`, e.g. an order id), over the `events_object` index.
+ */
+export async function listEventRows(
+  em: Em,
+  scope: EventScope,
+  q: { limit: number; type?: string | undefined; objectId?: string | undefined; beforeSeq?: string | number | undefined },
+): Promise<EventRow[]> {
   const where = ['project_id = ?', 'livemode = ?'];
   const params: unknown[] = [scope.projectId, scope.livemode];
   if (q.type) {
     where.push('type = ?');
     params.push(q.type);
+  }
+  if (q.objectId) {
+    where.push(`payload #>> '{data,object,id}' = ?`);
+    params.push(q.objectId);
   }
   if (q.beforeSeq !== undefined) {
     where.push('seq < ?');

@@ -1,7 +1,7 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { authed } from '../../http/context.js';
-import { getPolicy, publishConfig, putPolicy, validateConfig } from './service.js';
+import { getPolicy, listPolicyVersions, publishConfig, putPolicy, validateConfig } from './service.js';
 
 const s = initServer();
 
@@ -10,6 +10,10 @@ export const policyRoutes = s.router(contract.policy, {
   get: async ({ req, query }) => {
     const ctx = authed(req);
     return { status: 200, body: await getPolicy(ctx.em, ctx.auth, query.merchant_id) };
+  },
+  versions: async ({ req, query }) => {
+    const ctx = authed(req);
+    return { status: 200, body: await listPolicyVersions(ctx.em, ctx.auth, query) };
   },
   put: async ({ req, query, body }) => ({ status: 201, body: await putPolicy(authed(req), query.merchant_id, body.body, body.note) }),
   validate: async ({ req, query }) => {

@@ -3,11 +3,11 @@ import type { Em } from '../../db/orm.js';
 import type { AuthContext, Ctx } from '../../http/context.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
-import { newId } from '../../lib/ids.js';
+import { hasPrefix, newId } from '../../lib/ids.js';
 import { listCatalogItems } from '../catalog/service.js';
 import { bumpConfigVersion, lockMerchantRow, resolveMerchant, type MerchantRow } from '../merchants/service.js';
 import { lockMerchantForUpdate, markMerchantPublished } from '../merchants/store.js';
-import { activatePolicyVersion, nextPolicyVersion } from './store.js';
+import { activatePolicyVersion, findPolicyVersion, listPolicyVersionRows, nextPolicyVersion } from './store.js';
 import { checkReceiving, effectiveRails } from '../receiving/validate.js';
 import { PolicyVersionEntity } from './entity.js';
 
@@ -47,6 +47,36 @@ export async function getPolicy(em: Em, auth: AuthContext, merchantId?: string) 
     active: true as const,
     note: p.note ?? null,
     created_at: p.createdAt.toISOString(),
+  };
+}
+
+/**
+ * GET /v1/policy/versions: every stored version of the merchant, highest first, as put (so a
+ * client can diff two). The cursor is the id of the last version of the previous page.
+ */
+export async function listPolicyVersions(em: Em, auth: AuthContext, q: { limit: number; cursor?: string; merchant_id?: string }) {
+  const m = await resolveMerchant(em, auth, q.merchant_id);
+  let belowVersion: number | undefined;
+  if (q.cursor !== undefined) {
+    const at = hasPrefix(q.cursor, 'pol') ? await findPolicyVersion(em, m.id, q.cursor) : null;
+    if (!at) throw new ApiError('VALIDATION_FAILED', 'query.cursor: is not a cursor returned by this list.');
+    belowVersion = at.version;
+  }
+  const rows = await listPolicyVersionRows(em, m.id, { limit: q.limit + 1, belowVersion });
+  const page = rows.slice(0, q.limit);
+  const hasMore = rows.length > q.limit;
+  return {
+    data: page.map((p) => ({
+      id: p.id,
+      version: p.version,
+      hash: p.hash,
+      active: p.active,
+      body: p.body,
+      note: p.note ?? null,
+      created_at: p.createdAt.toISOString(),
+    })),
+    has_more: hasMore,
+    next_cursor: hasMore ? page.at(-1)!.id : null,
   };
 }
 

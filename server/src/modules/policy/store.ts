@@ -1,10 +1,25 @@
 import type { Em } from '../../db/orm.js';
+import { PolicyVersionEntity } from './entity.js';
 
 /**
  * `policy_versions` is an entity (./entity.ts); the statements below are the aggregate and
  * the two-step switch of the one active version (deactivate first, for the partial unique
  * index `policy_versions_one_active`), which an entity flush would not order.
  */
+
+export type PolicyVersionRow = InstanceType<typeof PolicyVersionEntity.class>;
+
+/** One version of the merchant by id, or null (a cursor of the versions list). */
+export async function findPolicyVersion(em: Em, merchantId: string, id: string): Promise<PolicyVersionRow | null> {
+  return em.findOne(PolicyVersionEntity, { id, merchantId });
+}
+
+/** The merchant's versions, highest first; `belowVersion` continues a page. */
+export async function listPolicyVersionRows(em: Em, merchantId: string, q: { limit: number; belowVersion?: number | undefined }): Promise<PolicyVersionRow[]> {
+  const where: Record<string, unknown> = { merchantId };
+  if (q.belowVersion !== undefined) where.version = { $lt: q.belowVersion };
+  return em.find(PolicyVersionEntity, where, { orderBy: { version: 'desc' }, limit: q.limit });
+}
 
 /** The next version number of the merchant's policy (call with the merchant row locked). */
 export async function nextPolicyVersion(tx: Em, merchantId: string): Promise<number> {

@@ -9,6 +9,7 @@ import {
   listWebhookEndpoints,
   replayEvent,
   rotateWebhookSecret,
+  sendTestEvent,
   updateWebhookEndpoint,
 } from './service.js';
 import { authed } from '../../http/context.js';
@@ -41,6 +42,10 @@ export const webhooksRoutes = s.router(contract.webhooks, {
   rotateSecret: async ({ req, params }) => {
     const ctx = authed(req);
     return { status: 200, body: await rotateWebhookSecret(ctx, params.id) };
+  },
+  sendTestEvent: async ({ req, params }) => {
+    const ctx = authed(req);
+    return { status: 200, body: await sendTestEvent(ctx, params.id) };
   },
   listEvents: async ({ req, query }) => {
     const ctx = authed(req);

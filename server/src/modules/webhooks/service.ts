@@ -21,7 +21,15 @@ import { WebhookEndpointEntity, type WebhookEndpointRow } from './entity.js';
 import { newWebhookSecret } from './signature.js';
 import { checkWebhookUrl } from './url.js';
 import type { CommitWake } from './wake.js';
-import { cancelPendingDeliveries, enqueueDeliveries, freezeEventBody, insertEventBody, listAttemptsOfEvent, listDeliveriesOfEvent } from './store.js';
+import {
+  cancelPendingDeliveries,
+  enqueueDeliveries,
+  enqueueTestDelivery,
+  freezeEventBody,
+  insertEventBody,
+  listAttemptsOfEvent,
+  listDeliveriesOfEvent,
+} from './store.js';
 
 type AuthedCtx = Ctx & { auth: AuthContext };
 
@@ -187,14 +195,14 @@ function parsePayload(payload: unknown): WebhookEvent {
   return (typeof payload === 'string' ? JSON.parse(payload) : payload) as WebhookEvent;
 }
 
-export async function listEvents(em: Em, auth: AuthContext, q: { limit: number; cursor?: string; type?: WebhookEventType }) {
+export async function listEvents(em: Em, auth: AuthContext, q: { limit: number; cursor?: string; type?: WebhookEventType; order_id?: string }) {
   let beforeSeq: string | number | undefined;
   if (q.cursor) {
     const found = hasPrefix(q.cursor, 'evt') ? await findEventRow(em, auth, q.cursor) : undefined;
     if (!found) throw new ApiError('VALIDATION_FAILED', 'query.cursor: is not a cursor returned by this list.');
     beforeSeq = found.seq;
   }
-  const rows = await listEventRows(em, auth, { limit: q.limit + 1, type: q.type, beforeSeq });
+  const rows = await listEventRows(em, auth, { limit: q.limit + 1, type: q.type, objectId: q.order_id, beforeSeq });
   const page = rows.slice(0, q.limit);
   const hasMore = rows.length > q.limit;
   return { data: page.map((r) => parsePayload(r.payload)), has_more: hasMore, next_cursor: hasMore ? page.at(-1)!.id : null };
@@ -235,9 +243,17 @@ export async function getEvent(em: Em, auth: AuthContext, id: string): Promise<z
   };
 }
 
-/** Enqueues the event's deliveries and wakes the local worker when there are any. */
-async function enqueueAndWake(tx: Em, wake: CommitWake, ev: { id: string; type: string; projectId: string; livemode: boolean }, replay: boolean): Promise<string[]> {
-  const endpointIds = await enqueueDeliveries(tx, ev, replay);
+/**
+ * Enqueues the event's deliveries and wakes the local worker when there are any. An order
+ * event goes to every matching endpoint; a `webhook_endpoint.test` event only to the endpoint
+ * it tested (its `data.object.id`), never through `enabled_events` (so never through `*`).
+ */
+async function enqueueAndWake(tx: Em, wake: CommitWake, event: WebhookEvent, scope: { projectId: string; livemode: boolean }, replay: boolean): Promise<string[]> {
+  const { projectId, livemode } = scope;
+  const endpointIds =
+    event.type === 'webhook_endpoint.test'
+      ? await enqueueTestDelivery(tx, { id: event.id, endpointId: event.data.object.id, projectId, livemode }, replay)
+      : await enqueueDeliveries(tx, { id: event.id, type: event.type, projectId, livemode }, replay);
   if (endpointIds.length > 0) wake.markEnqueued();
   return endpointIds;
 }
@@ -245,10 +261,31 @@ async function enqueueAndWake(tx: Em, wake: CommitWake, ev: { id: string; type: 
 export async function replayEvent(ctx: AuthedCtx, id: string) {
   return ctx.em.transactional(async (tx) => {
     const ev = await findEvent(tx, ctx.auth, id);
-    const payload = parsePayload(ev.payload);
     await freezeEventBody(tx, ev.id);
-    const endpointIds = await enqueueAndWake(tx, ctx.services.wake, { id: ev.id, type: payload.type, projectId: ctx.auth.projectId, livemode: ctx.auth.livemode }, true);
+    const endpointIds = await enqueueAndWake(tx, ctx.services.wake, parsePayload(ev.payload), ctx.auth, true);
     return { event_id: ev.id, deliveries: endpointIds.map((endpoint_id) => ({ endpoint_id, status: 'pending' as const })) };
+  });
+}
+
+/**
+ * POST /v1/webhooks/endpoints/<id>/test: records a `webhook_endpoint.test` event whose one
+ * delivery (the outbox fan-out, so the normal queue, signing and retries) goes to this
+ * endpoint. The endpoint row is locked, so a concurrent disable or delete cannot slip between
+ * the check and the enqueue.
+ */
+export async function sendTestEvent(ctx: AuthedCtx, id: string) {
+  return ctx.em.transactional(async (tx) => {
+    const e = await findWebhookEndpoint(tx, ctx.auth, id, { lock: true });
+    if (e.status === 'disabled') throw new ApiError('WEBHOOK_ENDPOINT_DISABLED');
+    const event = await ctx.services.events.record(tx, {
+      projectId: e.projectId,
+      merchantId: null,
+      livemode: e.livemode,
+      type: 'webhook_endpoint.test',
+      object: { id: e.id, object: 'webhook_endpoint', url: e.url },
+    });
+    const deliveries = await listDeliveriesOfEvent(tx, event.id);
+    return { event_id: event.id, deliveries: deliveries.map((d) => ({ endpoint_id: d.endpoint_id, status: 'pending' as const })) };
   });
 }
 
@@ -258,6 +295,6 @@ export async function replayEvent(ctx: AuthedCtx, id: string) {
 export function webhookFanOut(wake: CommitWake): EventFanOut {
   return async (tx, envelope, input) => {
     await insertEventBody(tx, envelope.id, JSON.stringify(envelope));
-    await enqueueAndWake(tx, wake, { id: envelope.id, type: envelope.type, projectId: input.projectId, livemode: input.livemode }, false);
+    await enqueueAndWake(tx, wake, envelope, input, false);
   };
 }

@@ -317,6 +317,39 @@ export async function enqueueDeliveries(tx: Em, ev: { id: string; type: string; 
   return rows.map((r) => r.endpoint_id);
 }
 
+/**
+ * The one delivery of a `webhook_endpoint.test` event: to the endpoint tested (same project and
+ * mode, not deleted, not disabled), whatever its `enabled_events`. Returns the endpoint ids (one or none).
+ */
+export async function enqueueTestDelivery(tx: Em, ev: { id: string; endpointId: string; projectId: string; livemode: boolean }, replay: boolean): Promise<string[]> {
+  const rows = await tx.execute<Array<{ endpoint_id: string }>>(
+    `insert into webhook_deliveries (event_id, endpoint_id, replay, status, enqueued_at, next_attempt_at)
+     select ?, e.id, ?, 'pending', now(), now() from webhook_endpoints e
+     where e.id = ? and e.project_id = ? and e.livemode = ? and e.deleted_at is null and e.status <> 'disabled'
+     returning endpoint_id`,
+    [ev.id, replay, ev.endpointId, ev.projectId, ev.livemode],
+  );
+  return rows.map((r) => r.endpoint_id);
+}
+
+/**
+ * Endpoints of a project and mode (not deleted) that are failing: their latest finished attempt
+ * (succeeded or failed; in-flight and lost attempts say nothing about the receiver) failed, or
+ * one of their deliveries failed for good (seven attempts). The summary's `failing_endpoints`.
+ */
+export async function countFailingEndpoints(em: Em, scope: { projectId: string; livemode: boolean }): Promise<number> {
+  const rows = await em.execute<Array<{ n: string | number }>>(
+    `select count(*) as n from webhook_endpoints e
+     where e.project_id = ? and e.livemode = ? and e.deleted_at is null
+       and (exists (select 1 from webhook_deliveries d where d.endpoint_id = e.id and d.status = 'failed')
+            or (select a.status from webhook_attempts a
+                 where a.endpoint_id = e.id and a.status in ('succeeded', 'failed')
+                 order by a.created_at desc, a.id desc limit 1) = 'failed')`,
+    [scope.projectId, scope.livemode],
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
 /** The exact bytes every attempt and replay of the event sends, written once with the event. */
 export async function insertEventBody(tx: Em, eventId: string, body: string): Promise<void> {
   await tx.execute('insert into webhook_event_bodies (event_id, body) values (?, ?)', [eventId, body]);

@@ -1,0 +1,90 @@
+import type { Decision, TrustTier } from '@svc/contract';
+import type { Em } from '../../db/orm.js';
+import type { DayWindow } from '../../lib/time.js';
+import { OrderEntity, type OrderRow } from './entity.js';
+
+/**
+ * Data access for `orders` (an entity, ./entity.ts, written by settlement and ingest). The feed
+ * is an entity query; the summary is SQL: money is summed by the database as `numeric` (a
+ * JavaScript number would round), in one statement over the days it covers.
+ */
+
+export type OrderScope = { projectId: string; livemode: boolean; merchantId?: string | undefined };
+
+export type OrderFilters = {
+  decision?: Decision | undefined;
+  agentId?: string | undefined;
+  trustTier?: TrustTier | undefined;
+  createdGte?: Date | undefined;
+  createdLt?: Date | undefined;
+  /** The page continues below this order id (ids sort by creation). */
+  beforeId?: string | undefined;
+};
+
+/** Newest first (by id, which sorts by creation); every filter present must hold. */
+export async function listOrderRows(em: Em, scope: OrderScope, f: OrderFilters, limit: number): Promise<OrderRow[]> {
+  const where: Record<string, unknown> = { projectId: scope.projectId, livemode: scope.livemode };
+  if (scope.merchantId !== undefined) where.merchantId = scope.merchantId;
+  if (f.decision !== undefined) where.decision = f.decision;
+  if (f.agentId !== undefined) where.agentId = f.agentId;
+  if (f.trustTier !== undefined) where.trustTier = f.trustTier;
+  if (f.createdGte !== undefined || f.createdLt !== undefined) {
+    where.createdAt = { ...(f.createdGte ? { $gte: f.createdGte } : {}), ...(f.createdLt ? { $lt: f.createdLt } : {}) };
+  }
+  if (f.beforeId !== undefined) where.id = { $lt: f.beforeId };
+  return em.find(OrderEntity, where, { orderBy: { id: 'desc' }, limit });
+}
+
+/** One calendar day's (or the week's) figures; `acceptedVolume` is the database's numeric as text. */
+export type OrderDayFigures = { date: string; acceptedVolume: string; acceptedCount: number; rejectCount: number; holdCount: number };
+
+type FiguresRow = { date: string; accepted_volume: string; accepted_count: string | number; reject_count: string | number; hold_count: string | number };
+
+/** Currencies whose totals are USDC volume: carts are priced in USD and settle 1:1 in USDC. */
+export const USDC_VOLUME_CURRENCIES = ['USD', 'USDC'] as const;
+
+/**
+ * Figures per day of `days` (consecutive, oldest first), plus one row dated `'week'` for the
+ * last `weekDays` of them. Volumes are `sum(numeric)` of accepted orders' `total.total` in USD
+ * or USDC; counts are by the order's current decision, by `created_at`.
+ */
+export async function summarizeOrderDays(em: Em, scope: OrderScope, days: DayWindow[], weekDays: number): Promise<{ days: OrderDayFigures[]; week: OrderDayFigures }> {
+  const values = days.map(() => '(?::text, ?::timestamptz, ?::timestamptz)').join(', ');
+  const params: unknown[] = days.flatMap((d) => [d.date, d.start, d.end]);
+  const weekFrom = days[days.length - weekDays]!.date;
+  params.push(...USDC_VOLUME_CURRENCIES, scope.projectId, scope.livemode);
+  let merchantClause = '';
+  if (scope.merchantId !== undefined) {
+    merchantClause = 'and o.merchant_id = ?';
+    params.push(scope.merchantId);
+  }
+  params.push(weekFrom);
+  const rows = await em.execute<FiguresRow[]>(
+    `with d(date, start_at, end_at) as (values ${values}),
+     per_day as (
+       select d.date,
+              coalesce(sum((o.total->>'total')::numeric) filter (where o.decision = 'accept' and o.total->>'currency' in (?, ?)), 0) as accepted_volume,
+              count(o.id) filter (where o.decision = 'accept') as accepted_count,
+              count(o.id) filter (where o.decision = 'reject') as reject_count,
+              count(o.id) filter (where o.decision = 'hold') as hold_count
+         from d left join orders o
+           on o.project_id = ? and o.livemode = ? ${merchantClause}
+          and o.created_at >= d.start_at and o.created_at < d.end_at
+        group by d.date
+     )
+     select date, accepted_volume::text as accepted_volume, accepted_count, reject_count, hold_count from per_day
+     union all
+     select 'week', sum(accepted_volume)::text, sum(accepted_count), sum(reject_count), sum(hold_count) from per_day where date >= ?
+     order by date`,
+    params,
+  );
+  const figures = (r: FiguresRow): OrderDayFigures => ({
+    date: r.date,
+    acceptedVolume: r.accepted_volume,
+    acceptedCount: Number(r.accepted_count),
+    rejectCount: Number(r.reject_count),
+    holdCount: Number(r.hold_count),
+  });
+  const all = rows.map(figures);
+  return { days: all.filter((r) => r.date !== 'week'), week: all.find((r) => r.date === 'week')! };
+}
