@@ -309,3 +309,63 @@ describe('keys', () => {
     expect(ids).toEqual(expect.arrayContaining([ci.id, rolled.id]));
   });
 });
+
+describe('dashboard reads: order filters and summary, events of an order, policy versions, endpoint test', () => {
+  it('GIVEN orders, versions and an endpoint of a fresh project WHEN read through the SDK THEN each new call returns the contract body', async () => {
+    const dash = merchantClient(app, await app.key('test'));
+    const m = await dash.merchants.create(newMerchant());
+    const scope = { merchant_id: m.id };
+    const report = async (decision: 'accept' | 'reject', total: string) => {
+      const session = {
+        id: `sess_ext_${randomUUID()}`,
+        merchantId: m.id,
+        agentId: randomUUID(),
+        state: decision === 'accept' ? 'accepted' : 'rejected',
+        verdict: { decision, tier: decision === 'accept' ? 'trusted' : 'cautious', reasonCodes: ['OK'] },
+        total: { currency: 'USD', subtotal: total, tax: '0.00', total },
+        lines: [{ sku: 'tea', qty: 1 }],
+        railName: 'x402',
+      };
+      if (decision === 'accept') return (await dash.ingest.order({ session, receipt: RECEIPT, settlement: { reference: '0xfeed', rail: 'x402' } })).order_id!;
+      await dash.ingest.decision({ session });
+      return (await dash.orders.list({ decision: 'reject', limit: 1 }).page()).data[0]!.id;
+    };
+    const accepted = await report('accept', '0.10');
+    await report('accept', '0.20');
+    const rejected = await report('reject', '3.00');
+
+    const filtered = await dash.orders.list({ decision: 'accept', trust_tier: 'trusted', ...scope }).toArray({ max: 10 });
+    expect(filtered.map((o) => o.decision)).toEqual(['accept', 'accept']);
+    expect(await dash.orders.list({ decision: 'reject' }).toArray({ max: 10 })).toEqual([expect.objectContaining({ id: rejected })]);
+
+    const summary = await dash.orders.summary({ tz: 'Europe/Paris', ...scope });
+    expect(summary).toMatchObject({ currency: 'USDC', today: { accepted_volume: '0.30', accepted_count: 2, orders_by_decision: { accept: 2, reject: 1, hold: 0 } } });
+    expect(summary.days).toHaveLength(14);
+    const badZone = await caught(dash.orders.summary({ tz: 'Mars/Olympus' }));
+    expect(badZone).toBeInstanceOf(SvcValidationError);
+    expect((badZone as SvcValidationError).reasonCodes).toEqual(['VALIDATION_FAILED']);
+
+    const events = await dash.webhooks.events.list({ order_id: accepted }).toArray({ max: 10 });
+    expect(events.map((e) => e.type)).toEqual(['order.settled', 'order.accepted']);
+
+    await dash.policy.put({ body: { maxPerTransactionUsd: 10 }, note: 'v1' }, scope);
+    await dash.policy.put({ body: { maxPerTransactionUsd: 20 } }, scope);
+    const versions = await dash.policy.versions({ ...scope, limit: 1 }).toArray({ max: 10 });
+    expect(versions.map((v) => [v.version, v.active, v.body, v.note])).toEqual([
+      [2, false, { maxPerTransactionUsd: 20 }, null],
+      [1, false, { maxPerTransactionUsd: 10 }, 'v1'],
+    ]);
+
+    const ep = await dash.webhooks.endpoints.create({ url: 'http://127.0.0.1:9/dash', enabled_events: ['order.settled'] });
+    const sent = await dash.webhooks.endpoints.sendTestEvent(ep.id);
+    expect(sent).toEqual({ event_id: expect.stringMatching(/^evt_/), deliveries: [{ endpoint_id: ep.id, status: 'pending' }] });
+    const detail = await dash.webhooks.events.get(sent.event_id);
+    expect(detail.type).toBe('webhook_endpoint.test');
+    if (detail.type === 'webhook_endpoint.test') expect(detail.data.object).toEqual({ id: ep.id, object: 'webhook_endpoint', url: 'http://127.0.0.1:9/dash' });
+    expect(detail.deliveries.map((d) => d.endpoint_id)).toEqual([ep.id]);
+    await dash.webhooks.endpoints.update(ep.id, { disabled: true });
+    const refused = await caught(dash.webhooks.endpoints.sendTestEvent(ep.id));
+    expect(refused).toBeInstanceOf(SvcConflictError);
+    expect((refused as SvcConflictError).reasonCodes).toEqual(['WEBHOOK_ENDPOINT_DISABLED']);
+  });
+});
