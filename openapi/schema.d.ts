@@ -6024,6 +6024,103 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "currency": "USDC",
+                     *       "days": [
+                     *         {
+                     *           "accepted_count": 0,
+                     *           "accepted_volume": "0.00",
+                     *           "date": "2026-11-08"
+                     *         },
+                     *         {
+                     *           "accepted_count": 0,
+                     *           "accepted_volume": "0.00",
+                     *           "date": "2026-11-09"
+                     *         },
+                     *         {
+                     *           "accepted_count": 0,
+                     *           "accepted_volume": "0.00",
+                     *           "date": "2026-11-10"
+                     *         },
+                     *         {
+                     *           "accepted_count": 0,
+                     *           "accepted_volume": "0.00",
+                     *           "date": "2026-11-11"
+                     *         },
+                     *         {
+                     *           "accepted_count": 0,
+                     *           "accepted_volume": "0.00",
+                     *           "date": "2026-11-12"
+                     *         },
+                     *         {
+                     *           "accepted_count": 0,
+                     *           "accepted_volume": "0.00",
+                     *           "date": "2026-11-13"
+                     *         },
+                     *         {
+                     *           "accepted_count": 0,
+                     *           "accepted_volume": "0.00",
+                     *           "date": "2026-11-14"
+                     *         },
+                     *         {
+                     *           "accepted_count": 3,
+                     *           "accepted_volume": "62.46",
+                     *           "date": "2026-11-15"
+                     *         },
+                     *         {
+                     *           "accepted_count": 3,
+                     *           "accepted_volume": "62.46",
+                     *           "date": "2026-11-16"
+                     *         },
+                     *         {
+                     *           "accepted_count": 3,
+                     *           "accepted_volume": "62.46",
+                     *           "date": "2026-11-17"
+                     *         },
+                     *         {
+                     *           "accepted_count": 3,
+                     *           "accepted_volume": "62.46",
+                     *           "date": "2026-11-18"
+                     *         },
+                     *         {
+                     *           "accepted_count": 3,
+                     *           "accepted_volume": "62.46",
+                     *           "date": "2026-11-19"
+                     *         },
+                     *         {
+                     *           "accepted_count": 3,
+                     *           "accepted_volume": "62.46",
+                     *           "date": "2026-11-20"
+                     *         },
+                     *         {
+                     *           "accepted_count": 2,
+                     *           "accepted_volume": "37.50",
+                     *           "date": "2026-11-21"
+                     *         }
+                     *       ],
+                     *       "failing_endpoints": 0,
+                     *       "holds_waiting": 1,
+                     *       "today": {
+                     *         "accepted_count": 2,
+                     *         "accepted_volume": "37.50",
+                     *         "orders_by_decision": {
+                     *           "accept": 2,
+                     *           "hold": 1,
+                     *           "reject": 1
+                     *         }
+                     *       },
+                     *       "week": {
+                     *         "accepted_count": 20,
+                     *         "accepted_volume": "412.26",
+                     *         "orders_by_decision": {
+                     *           "accept": 20,
+                     *           "hold": 2,
+                     *           "reject": 4
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrdersSummary"];
                 };
             };
@@ -6382,6 +6479,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "active": false,
+                     *           "body": {
+                     *             "holdForReviewBelowTier": "standard",
+                     *             "maxPerTransactionUsd": 250
+                     *           },
+                     *           "created_at": "2026-11-21T11:00:00.000Z",
+                     *           "hash": "5d41402abc4b2a76b9719d911017c592aa0c2d5c7b1e6f3a9d8c7b6a5f4e3d2c",
+                     *           "id": "pol_01jz0cb8k2m4p6r8t0v2x4z6b8",
+                     *           "note": "stricter holds",
+                     *           "version": 2
+                     *         },
+                     *         {
+                     *           "active": true,
+                     *           "body": {
+                     *             "maxPerTransactionUsd": 100
+                     *           },
+                     *           "created_at": "2026-11-21T10:02:00.000Z",
+                     *           "hash": "dc769e7f0ae94716d4e19ced9ebedb4a3f134ba61205dc0e8655fc74281478d6",
+                     *           "id": "pol_01jz0ca4g6j8m0p2r4t6w8y0a2",
+                     *           "note": "first policy",
+                     *           "version": 1
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["StoredPolicyVersion"][];
                         has_more: boolean;
@@ -8144,6 +8272,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "deliveries": [
+                     *         {
+                     *           "endpoint_id": "whk_01jz0ce5n7q9s1u3w5y7a9c1e3",
+                     *           "status": "pending"
+                     *         }
+                     *       ],
+                     *       "event_id": "evt_01jz0cg2h4k6m8p0r2t4w6y8a0"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ReplayResult"];
                 };
             };
@@ -8189,6 +8328,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error_human": "The webhook endpoint is disabled; re-enable it (PATCH disabled: false) before sending it a test event.",
+                     *       "reason_codes": [
+                     *         "WEBHOOK_ENDPOINT_DISABLED"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };

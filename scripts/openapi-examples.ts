@@ -149,8 +149,58 @@ export const OPENAPI_EXAMPLES: Record<string, Example> = {
       },
     },
   },
+  getOrdersSummary: {
+    responses: {
+      '200': {
+        currency: 'USDC',
+        today: { accepted_volume: '37.50', accepted_count: 2, orders_by_decision: { accept: 2, reject: 1, hold: 1 } },
+        week: { accepted_volume: '412.26', accepted_count: 20, orders_by_decision: { accept: 20, reject: 4, hold: 2 } },
+        days: Array.from({ length: 14 }, (_, i) => ({
+          date: `2026-11-${String(8 + i).padStart(2, '0')}`,
+          accepted_volume: i === 13 ? '37.50' : i >= 7 ? '62.46' : '0.00',
+          accepted_count: i === 13 ? 2 : i >= 7 ? 3 : 0,
+        })),
+        holds_waiting: 1,
+        failing_endpoints: 0,
+      },
+    },
+  },
+  listPolicyVersions: {
+    responses: {
+      '200': {
+        data: [
+          {
+            id: 'pol_01jz0cb8k2m4p6r8t0v2x4z6b8',
+            version: 2,
+            hash: '5d41402abc4b2a76b9719d911017c592aa0c2d5c7b1e6f3a9d8c7b6a5f4e3d2c',
+            active: false,
+            body: { maxPerTransactionUsd: 250, holdForReviewBelowTier: 'standard' },
+            note: 'stricter holds',
+            created_at: '2026-11-21T11:00:00.000Z',
+          },
+          {
+            id: 'pol_01jz0ca4g6j8m0p2r4t6w8y0a2',
+            version: 1,
+            hash: 'dc769e7f0ae94716d4e19ced9ebedb4a3f134ba61205dc0e8655fc74281478d6',
+            active: true,
+            body: { maxPerTransactionUsd: 100 },
+            note: 'first policy',
+            created_at: '2026-11-21T10:02:00.000Z',
+          },
+        ],
+        has_more: false,
+        next_cursor: null,
+      },
+    },
+  },
   createWebhookEndpoint: {
     request: { url: 'https://shop.acme.example/hooks/svc', enabled_events: ['order.settled'] },
+  },
+  sendWebhookTestEvent: {
+    responses: {
+      '200': { event_id: 'evt_01jz0cg2h4k6m8p0r2t4w6y8a0', deliveries: [{ endpoint_id: 'whk_01jz0ce5n7q9s1u3w5y7a9c1e3', status: 'pending' }] },
+      '409': { reason_codes: ['WEBHOOK_ENDPOINT_DISABLED'], error_human: 'The webhook endpoint is disabled; re-enable it (PATCH disabled: false) before sending it a test event.' },
+    },
   },
   getAgentReputation: { responses: { '200': { agentId: '3f1b6c2e-8d4a-4f7e-9b1c-2a5d7e9f0b13', score: 510, tier: 'standard', known: true } } },
 };
@@ -162,8 +212,8 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   Identity: 'Who the API key is: mode, scopes and project.',
   Ingest: 'Reports from self-hosted deployments that run the gate locally.',
   Merchants: 'Merchants, their receiving destination and receipt signing keys.',
-  Orders: 'The order feed and the merchant review of held sessions.',
-  Policy: 'Versioned acceptance policies, validation and publishing.',
+  Orders: 'The order feed (with filters), its summary, and the merchant review of held sessions.',
+  Policy: 'Versioned acceptance policies (every stored version listed), validation and publishing.',
   Receiving: 'Where settled funds land, per rail.',
   Reputation: 'Public agent and merchant reputation; never 404, never blocks.',
   Webhooks: 'Signed webhook endpoints and the events delivered to them.',
