@@ -1,6 +1,6 @@
 /**
  * Webhook receiver: verifies the Svc-Signature on the raw body, dedupes by event id, and
- * fulfils on order.settled.
+ * fulfils on order.settled (a webhook_endpoint.test event is acknowledged and nothing more).
  *
  *   SVC_WEBHOOK_SECRET=whsec_... PORT=4242 npx tsx examples/webhook-receiver.ts
  *
@@ -10,7 +10,7 @@
  * Every handled delivery is printed as one JSON line.
  */
 import express from 'express';
-import { verifyWebhook } from '@svc/sdk/webhooks';
+import { verifyWebhook, type WebhookEvent } from '@svc/sdk/webhooks';
 
 const secret = process.env.SVC_WEBHOOK_SECRET;
 if (!secret) {
@@ -18,8 +18,6 @@ if (!secret) {
   process.exit(1);
 }
 const port = Number(process.env.PORT ?? '4242');
-
-type OrderEvent = { id: string; type: string; livemode: boolean; data: { object: { id: string; session_id: string; total?: { total: string; currency: string } } } };
 
 const seen = new Set<string>();
 const app = express();
@@ -33,15 +31,15 @@ app.post('/webhooks', express.raw({ type: 'application/json', limit: '1mb' }), (
     res.status(400).json({ error: check.reason });
     return;
   }
-  const event = JSON.parse(raw.toString('utf8')) as OrderEvent;
+  const event = JSON.parse(raw.toString('utf8')) as WebhookEvent;
   const duplicate = seen.has(event.id);
   seen.add(event.id);
   if (!duplicate && event.type === 'order.settled') {
     // Fulfil here: ship the goods, grant access. order.settled is the only "go" signal.
   }
-  console.log(
-    JSON.stringify({ received: event.type, event_id: event.id, order_id: event.data.object.id, delivery_id: req.header('svc-delivery-id') ?? null, duplicate }),
-  );
+  // webhook_endpoint.test (POST /v1/webhooks/endpoints/{id}/test) names the endpoint, not an order: acknowledge it.
+  const about = event.type === 'webhook_endpoint.test' ? { endpoint_id: event.data.object.id } : { order_id: event.data.object.id };
+  console.log(JSON.stringify({ received: event.type, event_id: event.id, ...about, delivery_id: req.header('svc-delivery-id') ?? null, duplicate }));
   res.status(200).json({ received: true, duplicate });
 });
 
