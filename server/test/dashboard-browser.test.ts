@@ -80,6 +80,21 @@ describe('the merchant dashboard in Chromium', () => {
     await shot(page, '02-overview-empty');
   });
 
+  it('GIVEN `svc login` waiting on a device code WHEN the signed-in merchant approves the code on the device page THEN the command line gets its key', async () => {
+    const dc = await fetch(`${app.baseUrl}/v1/auth/cli/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then((r) => r.json() as Promise<{ device_code: string; user_code: string; verification_url_complete: string }>);
+    expect(dc.verification_url_complete).toBe(`${app.baseUrl}/dashboard/device?user_code=${dc.user_code}`);
+    await page.goto(dc.verification_url_complete);
+    await page.getByText(`Signed in as ${email}`).waitFor();
+    await page.getByRole('button', { name: 'Approve this device' }).click();
+    await page.getByText('Device approved').waitFor();
+    await shot(page, '02b-device-approved');
+    const polled = await fetch(`${app.baseUrl}/v1/auth/cli/poll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ device_code: dc.device_code }) }).then((r) => r.json() as Promise<{ status: string; api_key?: { secret: string } }>);
+    expect(polled.status).toBe('ready');
+    expect(polled.api_key!.secret).toMatch(/^svc_test_/);
+    await page.goto('/dashboard/test/');
+    await heading(page, 'Overview').waitFor();
+  });
+
   it('GIVEN a signed-in merchant WHEN they create a merchant, a product and a policy and publish THEN the agent-facing configuration is live, and a bad price is explained next to its field', async () => {
     await go('Merchants');
     await page.getByRole('button', { name: 'Create merchant' }).click();
@@ -171,6 +186,14 @@ describe('the merchant dashboard in Chromium', () => {
       return (await page.getByTestId('delivery').filter({ hasText: '(replay)' }).filter({ hasText: 'succeeded' }).count()) > 0;
     }, 'the replay shown as succeeded');
     await shot(page, '09-event-replayed');
+
+    // a test event goes to that endpoint only, and is not an order a receiver could fulfil
+    await go('Webhooks');
+    const count = receiver.on('/hook').length;
+    await page.getByTestId('endpoint-row').getByRole('button', { name: 'Send test event' }).click();
+    await page.getByText(/Test event evt_\w+ queued/).waitFor();
+    const test = await waitUntil(async () => receiver.on('/hook').slice(count).map((h) => JSON.parse(h.raw.toString('utf8'))).find((b) => b.type === 'webhook_endpoint.test'), 'the test event');
+    expect(test.type).toBe('webhook_endpoint.test');
   });
 
   it('GIVEN a policy that holds WHEN the agent is held THEN review_url opens the review page (after sign-in), approval captures and the receiver gets order.settled; the policy versions diff', async () => {
