@@ -10,6 +10,7 @@ export default defineConfig({
     // `*.pg.test.ts` need a real PostgreSQL server (they stall or share its connections): they
     // run when DATABASE_URL is set (CI's first pass) and are not collected on embedded PGlite.
     exclude: process.env.DATABASE_URL ? configDefaults.exclude : [...configDefaults.exclude, '**/*.pg.test.ts'],
+    globalSetup: ['server/test/global-setup.ts'],
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 2,

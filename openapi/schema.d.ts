@@ -287,8 +287,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The device verification page (HTML)
-         * @description Signed in: confirm the code. Signed out: enter your email; the mailed link signs you in and approves the code.
+         * The device verification page
+         * @description Redirects (303) to the dashboard's device page (/dashboard/device), keeping user_code. Signed in, it confirms the code; signed out, the mailed link signs the person in and approves the code.
          *
          *     Auth: public, no API key.
          */
@@ -354,7 +354,7 @@ export interface paths {
         };
         /**
          * Follow a sign-in link
-         * @description Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and answers a short page; a used, expired or unknown link is 410 with a page that says so.
+         * @description Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page when the link also approved a command-line sign-in; a used, expired or unknown link is 410 with a page that says so.
          *
          *     Auth: public, no API key.
          */
@@ -1223,6 +1223,8 @@ export interface components {
             /** @enum {string} */
             railName: "x402" | "card" | "mock";
             receipt: string | null;
+            /** @description Held sessions: unix seconds when the 24 h review window ends (the hold is then rejected). */
+            reviewExpiresAt?: number;
             settlement: {
                 rail: string;
                 reference: string;
@@ -3093,8 +3095,8 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
-            200: {
+            /** @description 303 */
+            303: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3315,13 +3317,6 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
             /** @description 303 */
             303: {
                 headers: {

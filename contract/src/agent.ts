@@ -151,6 +151,7 @@ export const SessionView = z.object({
     .describe('Why the last payment failed to settle (for example CAPTURE_FAILED after a pending settlement did not land); pay again.'),
   createdAt: z.number().int(),
   expiresAt: z.number().int(),
+  reviewExpiresAt: z.number().int().optional().describe('Held sessions: unix seconds when the 24 h review window ends (the hold is then rejected).'),
   next: z.string().optional(),
 });
 export type SessionView = z.infer<typeof SessionView>;

@@ -57,10 +57,10 @@ export const authContract = c.router({
     method: 'GET',
     path: '/v1/auth/verify',
     query: z.object({ token: z.string().max(200).optional() }),
-    responses: { 200: Html, 303: c.noBody(), 410: Html },
+    responses: { 303: c.noBody(), 410: Html },
     summary: 'Follow a sign-in link',
     description:
-      'Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and answers a short page; a used, expired or unknown link is 410 with a page that says so.',
+      'Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page when the link also approved a command-line sign-in; a used, expired or unknown link is 410 with a page that says so.',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'verifySignIn' }),
   },
   logout: {
@@ -103,9 +103,9 @@ export const authContract = c.router({
     method: 'GET',
     path: '/v1/auth/device',
     query: z.object({ user_code: z.string().max(20).optional() }),
-    responses: { 200: Html, 400: ErrorBody },
-    summary: 'The device verification page (HTML)',
-    description: 'Signed in: confirm the code. Signed out: enter your email; the mailed link signs you in and approves the code.',
+    responses: { 303: c.noBody(), 400: ErrorBody },
+    summary: 'The device verification page',
+    description: 'Redirects (303) to the dashboard\'s device page (/dashboard/device), keeping user_code. Signed in, it confirms the code; signed out, the mailed link signs the person in and approves the code.',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'deviceVerificationPage' }),
   },
 });

@@ -222,7 +222,7 @@ describe('held sessions', () => {
     const shop = await newAgent().discover(`${app.baseUrl}/m/${merchant.id}`);
     const held = await shop.buy([{ sku: 'beans', qty: 1 }]);
     expectStatus(held, 'hold');
-    expect(held.review_url).toBe(`${app.baseUrl}/v1/sessions/${held.session_id}`);
+    expect(held.review_url).toBe(`${app.baseUrl}/dashboard/test/holds/${held.session_id}`);
     expect(held.reason_codes).toContain('HOLD_FOR_REVIEW');
 
     const waiting = held.waitForResolution({ intervalMs: 50, timeoutMs: 60_000 });

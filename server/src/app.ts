@@ -11,6 +11,7 @@ import { idempotencyMiddleware } from './http/idempotency.js';
 import { router } from './routes.js';
 import { agentHostRouting } from './http/agent-host.js';
 import { docsRouter } from './http/docs.js';
+import { dashboardRouter } from './http/dashboard.js';
 import { metricsHandler, UNMATCHED_ROUTE } from './lib/metrics.js';
 
 export type AppOptions = {
@@ -106,6 +107,8 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
 
   // GET /openapi.json and GET /docs (Redoc served locally): public, outside the contract.
   app.use(docsRouter());
+  // /dashboard (the merchant web app), and / and /login leading to it.
+  app.use(dashboardRouter());
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;

@@ -31,7 +31,7 @@ describe('hold for review', () => {
     expect(Object.keys(res.body).sort()).toEqual(['error_human', 'next', 'reason_codes', 'review_url', 'status']);
     expect(res.body).toMatchObject({
       status: 'hold',
-      review_url: `${app.baseUrl}/v1/sessions/${s.id}`,
+      review_url: `${app.baseUrl}/dashboard/test/holds/${s.id}`,
       reason_codes: ['HOLD_FOR_REVIEW'],
       next: `GET ${shop.base}/agent/checkout/${s.id}`,
     });

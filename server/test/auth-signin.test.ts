@@ -64,7 +64,7 @@ async function signIn(email: string) {
   const started = await start({ email });
   expect(started.status, started.text).toBe(200);
   const verified = await app.request('GET', `/v1/auth/verify?token=${encodeURIComponent(started.body.dev_token)}`);
-  expect(verified.status, verified.text).toBe(200);
+  expect(verified.status, verified.text).toBe(303);
   const cookie = cookieOf(verified);
   expect(cookie).toBeTruthy();
   return { cookie: cookie!, started, verified };
@@ -82,9 +82,8 @@ describe('magic link', () => {
     await expect.poll(() => smtp.messages.some((m) => m.includes(started.body.dev_token))).toBe(true);
 
     const verified = await app.request('GET', `/v1/auth/verify?token=${started.body.dev_token}`);
-    expect(verified.status).toBe(200);
-    expect(verified.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(verified.text).toContain(email);
+    expect(verified.status).toBe(303);
+    expect(verified.headers.get('location')).toBe('/dashboard/');
     const setCookie = verified.headers.get('set-cookie')!;
     expect(setCookie).toMatch(/^svc_session=[A-Za-z0-9_-]{43};/);
     expect(setCookie).toMatch(/HttpOnly/);
@@ -108,7 +107,7 @@ describe('magic link', () => {
   it('GIVEN a link WHEN it is used twice or after 15 minutes THEN 410 with a page that says so', async () => {
     const t0 = freshWindow();
     const first = await start({ email: `reuse-${Date.now()}@example.com` });
-    expect((await app.request('GET', `/v1/auth/verify?token=${first.body.dev_token}`)).status).toBe(200);
+    expect((await app.request('GET', `/v1/auth/verify?token=${first.body.dev_token}`)).status).toBe(303);
     const reused = await app.request('GET', `/v1/auth/verify?token=${first.body.dev_token}`);
     expect(reused.status).toBe(410);
     expect(reused.headers.get('content-type')).toMatch(/^text\/html/);
@@ -208,7 +207,7 @@ describe('device code (RFC 8628)', () => {
     const startRes = await app.request('POST', '/v1/auth/cli/start', { body: {} });
     expect(startRes.status, startRes.text).toBe(200);
     const dc = startRes.body;
-    expect(dc).toMatchObject({ interval: 5, expires_in: 900, verification_url: `${app.baseUrl}/v1/auth/device` });
+    expect(dc).toMatchObject({ interval: 5, expires_in: 900, verification_url: `${app.baseUrl}/dashboard/device` });
     expect(dc.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
     expect(dc.verification_url_complete).toBe(`${dc.verification_url}?user_code=${dc.user_code}`);
     const poll = () => app.request('POST', '/v1/auth/cli/poll', { body: { device_code: dc.device_code } });
@@ -222,7 +221,8 @@ describe('device code (RFC 8628)', () => {
     const started = await start({ email, device_code: dc.device_code });
     expect(started.status, started.text).toBe(200);
     const verified = await app.request('GET', `/v1/auth/verify?token=${started.body.dev_token}`);
-    expect(verified.text).toContain(dc.user_code);
+    expect(verified.status).toBe(303);
+    expect(verified.headers.get('location')).toBe(`/dashboard/device?approved=${dc.user_code}`);
 
     now += 11_000;
     app.services.now = () => new Date(now);
@@ -241,12 +241,10 @@ describe('device code (RFC 8628)', () => {
     let now = freshWindow();
     const { cookie } = await signIn(`page-${Date.now()}@example.com`);
     const dc = (await app.request('POST', '/v1/auth/cli/start', { body: {} })).body;
+    // the older page address leads to the dashboard's device page, keeping the code
     const pageRes = await app.request('GET', `/v1/auth/device?user_code=${dc.user_code}`, { headers: withCookie(cookie) });
-    expect(pageRes.status).toBe(200);
-    expect(pageRes.text).toContain('Approve');
-    expect(pageRes.text).toContain(dc.user_code);
-    const signedOutPage = await app.request('GET', `/v1/auth/device?user_code=${dc.user_code}`);
-    expect(signedOutPage.text).toContain('Enter your email');
+    expect(pageRes.status).toBe(303);
+    expect(pageRes.headers.get('location')).toBe(`/dashboard/device?user_code=${dc.user_code}`);
 
     // Cross-origin approval is refused; a same-origin one (lower case, no dash) works.
     expectError(await app.request('POST', '/v1/auth/cli/approve', { headers: withCookie(cookie, { origin: 'https://evil.example' }), body: { user_code: dc.user_code } }), 403, 'CSRF_REJECTED');

@@ -66,12 +66,12 @@ describe('svc login', () => {
 
   it('GIVEN `svc login` without --email WHEN a signed-in member confirms the printed code THEN the key is printed on stdout', async () => {
     const started = await app.request('POST', '/v1/auth/email/start', { body: { email: `member-${Date.now()}@example.com` } });
-    const verified = await fetch(`${app.baseUrl}/v1/auth/verify?token=${started.body.dev_token}`);
+    const verified = await fetch(`${app.baseUrl}/v1/auth/verify?token=${started.body.dev_token}`, { redirect: 'manual' });
     const cookie = /svc_session=([^;]+)/.exec(verified.headers.get('set-cookie')!)![1]!;
 
     const cli = login(['--url', app.baseUrl]);
     const [, url, code] = await cli.waitFor(/Open (\S+\?user_code=([A-Z]{4}-[A-Z]{4})) and confirm/);
-    expect(url).toBe(`${app.baseUrl}/v1/auth/device?user_code=${code}`);
+    expect(url).toBe(`${app.baseUrl}/dashboard/device?user_code=${code}`);
     expect(cli.stderr).toContain(`Your code: ${code}`);
     const approved = await app.request('POST', '/v1/auth/cli/approve', { headers: { cookie: `svc_session=${cookie}`, origin: app.baseUrl }, body: { user_code: code } });
     expect(approved.status, approved.text).toBe(200);

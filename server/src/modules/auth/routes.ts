@@ -1,8 +1,8 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { authed, ctxOf, publicBaseUrl } from '../../http/context.js';
-import { clearSessionCookie, sessionCookieOf, setSessionCookie } from '../../http/session-cookie.js';
-import { approveDevice, deviceVerificationPage, endSession, pollDeviceSignIn, startDeviceSignIn, startEmailSignIn, verifySignIn } from './service.js';
+import { clearSessionCookie, setSessionCookie } from '../../http/session-cookie.js';
+import { approveDevice, endSession, pollDeviceSignIn, startDeviceSignIn, startEmailSignIn, verifySignIn } from './service.js';
 
 const s = initServer();
 
@@ -16,7 +16,8 @@ export const authRoutes = s.router(contract.auth, {
     res.setHeader('Referrer-Policy', 'no-referrer');
     if (out.status === 410) return { status: 410, body: out.html };
     setSessionCookie(res, ctx.services.config, out.sessionToken, out.maxAgeSeconds);
-    return { status: 200, body: out.html };
+    res.setHeader('Location', out.location);
+    return { status: 303, body: undefined };
   },
   logout: async ({ req, res }) => {
     const ctx = authed(req);
@@ -30,8 +31,9 @@ export const authRoutes = s.router(contract.auth, {
     await approveDevice(authed(req), body.user_code);
     return { status: 200, body: { ok: true } };
   },
-  device: async ({ req, res, query }) => {
-    res.setHeader('Cache-Control', 'no-store');
-    return { status: 200, body: await deviceVerificationPage(ctxOf(req), query.user_code, sessionCookieOf(req)) };
+  // the device page is the dashboard's; this older address leads there
+  device: async ({ res, query }) => {
+    res.setHeader('Location', `/dashboard/device${query.user_code ? `?user_code=${encodeURIComponent(query.user_code)}` : ''}`);
+    return { status: 303, body: undefined };
   },
 });

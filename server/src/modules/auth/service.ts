@@ -11,7 +11,7 @@ import { createApiKey } from '../accounts/service.js';
 import { presentKey } from '../accounts/keys.js';
 import { consumeRateLimit } from '../checkout/rate-limit.js';
 import { DeviceCode, Membership, SignInToken, User, UserSession } from './entity.js';
-import { devicePage, linkGonePage, signedInPage } from './pages.js';
+import { linkGonePage } from './pages.js';
 import { upsertUserByEmail } from './store.js';
 
 export const LINK_TTL_SECONDS = 900;
@@ -94,7 +94,8 @@ async function homeProjectOf(em: Em, userId: string): Promise<{ id: string }> {
   return project;
 }
 
-export type VerifyOutcome = { status: 200; html: string; sessionToken: string; maxAgeSeconds: number } | { status: 410; html: string };
+/** Signed in: the session token and where the browser goes next (the dashboard, or its device page when the link approved a CLI). */
+export type VerifyOutcome = { status: 303; location: string; sessionToken: string; maxAgeSeconds: number } | { status: 410; html: string };
 
 /**
  * GET /v1/auth/verify: spends the link (single use, by row lock), creates the account on the
@@ -137,7 +138,8 @@ export async function verifySignIn(ctx: Ctx, token: string | undefined): Promise
       revokedAt: null,
     });
     await tx.flush();
-    return { status: 200, html: signedInPage(user.email, approvedCode), sessionToken, maxAgeSeconds: ttl };
+    const location = approvedCode ? `/dashboard/device?approved=${encodeURIComponent(approvedCode)}` : '/dashboard/';
+    return { status: 303, location, sessionToken, maxAgeSeconds: ttl };
   });
 }
 
@@ -199,7 +201,7 @@ export async function startDeviceSignIn(ctx: Ctx, ip: string, baseUrl: string) {
       createdAt: now,
     });
     await ctx.em.flush();
-    const verificationUrl = `${baseUrl}/v1/auth/device`;
+    const verificationUrl = `${baseUrl}/dashboard/device`;
     return {
       device_code: deviceCode,
       user_code: userCode,
@@ -260,17 +262,4 @@ export async function approveDevice(ctx: Ctx & { auth: AuthContext }, rawCode: s
   });
 }
 
-/** GET /v1/auth/device: the page, aware of a valid session cookie (for display only). */
-export async function deviceVerificationPage(ctx: Ctx, userCode: string | undefined, sessionToken: string | undefined): Promise<string> {
-  let email: string | null = null;
-  if (sessionToken) {
-    try {
-      const auth = await authenticateSession(ctx.em, sessionToken, ctx.services.now(), {});
-      email = (await ctx.em.findOne(User, { id: auth.userId! }))?.email ?? null;
-    } catch {
-      email = null;
-    }
-  }
-  return devicePage(normalizeUserCode(userCode ?? '') ?? '', email);
-}
 

@@ -208,7 +208,10 @@ export function sessionView(s: SessionRow, now: Date, reviewNext?: string): Sess
     view.paymentRequired = paymentRequiredOf(s);
     view.next = settleCall(s.pathPrefix, s.id, s.rail);
   }
-  if (state === 'held') view.next = reviewNext ?? pollCall(s.pathPrefix, s.id);
+  if (state === 'held') {
+    view.next = reviewNext ?? pollCall(s.pathPrefix, s.id);
+    if (s.holdExpiresAt) view.reviewExpiresAt = unix(s.holdExpiresAt);
+  }
   if (state === 'settling') view.next = pollCall(s.pathPrefix, s.id);
   return view;
 }

@@ -32,6 +32,9 @@ export type SettlePayment = { scheme: string; authorization: Authorization; sign
 export type SettleBody = { payment: SettlePayment };
 
 export const HOLD_REVIEW_SECONDS = 24 * 3600;
+
+/** The dashboard's review page of a held session, in the session's mode (signing in first when needed). */
+export const reviewUrl = (baseUrl: string, s: { id: string; livemode: boolean }) => `${baseUrl}/dashboard/${s.livemode ? 'live' : 'test'}/holds/${s.id}`;
 /** Approval broadcasts an authorization only if it stays valid this long; else the agent signs a fresh one. */
 export const APPROVAL_MIN_VALIDITY_SECONDS = 60;
 
@@ -367,7 +370,7 @@ async function finishHeld(tx: Em, ctx: Ctx, m: MerchantRow, s: SessionRow, payme
     status: 202,
     body: {
       status: 'hold',
-      review_url: `${baseUrl}/v1/sessions/${s.id}`,
+      review_url: reviewUrl(baseUrl, s),
       reason_codes: gate.verdict.reasonCodes,
       error_human: 'The order is held for merchant review; poll the session for the outcome.',
       next: pollCall(s.pathPrefix, s.id),

@@ -1,0 +1,34 @@
+import '@mantine/core/styles.css';
+import '@mantine/charts/styles.css';
+import '@mantine/notifications/styles.css';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { MantineProvider } from '@mantine/core';
+import { Notifications } from '@mantine/notifications';
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { BrowserRouter } from 'react-router';
+import { ApiError } from './api';
+import { App } from './App';
+
+const queries = new QueryClient({
+  defaultOptions: {
+    queries: {
+      // a 4xx will not change by asking again
+      retry: (count, err) => !(err instanceof ApiError && err.status >= 400 && err.status < 500) && count < 2,
+      refetchOnWindowFocus: false,
+    },
+  },
+});
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <MantineProvider defaultColorScheme="light">
+      <Notifications position="top-right" />
+      <QueryClientProvider client={queries}>
+        <BrowserRouter basename="/dashboard">
+          <App />
+        </BrowserRouter>
+      </QueryClientProvider>
+    </MantineProvider>
+  </StrictMode>,
+);

@@ -1,0 +1,116 @@
+import type { ReactNode } from 'react';
+import { Alert, Anchor, Button, Center, Group, Loader, Modal, Stack, Text, Title } from '@mantine/core';
+import { notifications } from '@mantine/notifications';
+import { useMutation, useQueryClient, type UseQueryResult } from '@tanstack/react-query';
+import { Link } from 'react-router';
+import { errorText } from './api';
+
+export function Page({ title, actions, children }: { title: string; actions?: ReactNode; children: ReactNode }) {
+  return (
+    <Stack gap="md" maw={1200}>
+      <Group justify="space-between" wrap="wrap">
+        <Title order={1} fz="h2">
+          {title}
+        </Title>
+        {actions}
+      </Group>
+      {children}
+    </Stack>
+  );
+}
+
+/** Loading, error or the data: every page shows a query the same way. */
+export function Loaded<T>({ q, children }: { q: UseQueryResult<T>; children: (data: T) => ReactNode }) {
+  if (q.isLoading)
+    return (
+      <Center p="xl">
+        <Loader aria-label="Loading" />
+      </Center>
+    );
+  if (q.isError)
+    return (
+      <Alert color="red" title="Could not load" role="alert">
+        {errorText(q.error)}
+      </Alert>
+    );
+  return <>{q.data !== undefined ? children(q.data) : null}</>;
+}
+
+export function ErrorLine({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <Alert color="red" role="alert" title="The server refused this">
+      {errorText(error)}
+    </Alert>
+  );
+}
+
+/** A write that refreshes the mode's cached reads and tells the user what happened. */
+export function useAction<A, R>(fn: (a: A) => Promise<R>, opts: { success?: string | ((r: R) => string); onDone?: (r: R) => void } = {}) {
+  const queries = useQueryClient();
+  return useMutation({
+    mutationFn: fn,
+    onSuccess: async (r) => {
+      await queries.invalidateQueries();
+      if (opts.success) notifications.show({ color: 'green', message: typeof opts.success === 'string' ? opts.success : opts.success(r) });
+      opts.onDone?.(r);
+    },
+  });
+}
+
+export function Confirm({
+  opened,
+  title,
+  children,
+  confirmLabel,
+  color,
+  busy,
+  onConfirm,
+  onClose,
+}: {
+  opened: boolean;
+  title: string;
+  children: ReactNode;
+  confirmLabel: string;
+  color?: string;
+  busy?: boolean;
+  onConfirm: () => void;
+  onClose: () => void;
+}) {
+  return (
+    <Modal opened={opened} onClose={onClose} title={title} centered>
+      <Stack>
+        <Text size="sm">{children}</Text>
+        <Group justify="flex-end">
+          <Button variant="default" onClick={onClose}>
+            Cancel
+          </Button>
+          <Button color={color ?? 'blue'} loading={busy ?? false} onClick={onConfirm}>
+            {confirmLabel}
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}
+
+/** An order or session total (`total` of the contract's Total), or a price. */
+export const money = (t: { total: string; currency: string } | { amount: string; currency: string } | null | undefined) => (t ? `${'total' in t ? t.total : t.amount} ${t.currency}` : '—');
+export const when = (iso: string | number | null | undefined) => {
+  if (iso === null || iso === undefined) return '—';
+  const d = typeof iso === 'number' ? new Date(iso * 1000) : new Date(iso);
+  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+};
+
+export function RouterAnchor({ to, children }: { to: string; children: ReactNode }) {
+  return (
+    <Anchor component={Link} to={to}>
+      {children}
+    </Anchor>
+  );
+}
+
+/** The block explorer page of a transaction, for live settlements on Base. */
+export function explorerTx(ref: string, livemode: boolean): string | null {
+  return livemode && /^0x[0-9a-fA-F]{64}$/.test(ref) ? `https://basescan.org/tx/${ref}` : null;
+}
