@@ -5,7 +5,7 @@ import { useQuery } from '@tanstack/react-query';
 import { Mode } from '@svc/contract';
 import { apiClient, ok, onUnauthenticated } from './api';
 import { Shell } from './Shell';
-import { LoginPage, takeNext, rememberNext } from './pages/Login';
+import { LoginPage, clearNext, pendingNext, rememberNext } from './pages/Login';
 import { DevicePage } from './pages/Device';
 import { OverviewPage } from './pages/Overview';
 import { OrdersPage, OrderPage } from './pages/Orders';
@@ -45,7 +45,8 @@ export function App() {
 
 /** `/dashboard/`: where a sign-in link lands; goes on to the page that asked for sign-in, else the last mode. */
 function Home() {
-  const next = takeNext();
+  const next = pendingNext();
+  useEffect(() => clearNext(), []);
   if (next) return <Navigate to={next} replace />;
   const last = Mode.safeParse(localStorage.getItem(LAST_MODE));
   return <Navigate to={`/${last.success ? last.data : 'test'}/`} replace />;

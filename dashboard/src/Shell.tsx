@@ -119,6 +119,17 @@ function Frame({ email, project, onMerchant, children }: { email: string; projec
         </Group>
       </AppShell.Header>
       <AppShell.Navbar p="xs" aria-label="Sections">
+        {ws.merchants.length > 0 && (
+          <Select
+            aria-label="Merchant (menu)"
+            hiddenFrom="xs"
+            mb="xs"
+            allowDeselect={false}
+            value={ws.merchant?.id ?? null}
+            data={ws.merchants.map((m) => ({ value: m.id, label: m.name }))}
+            onChange={(v) => v && onMerchant(v)}
+          />
+        )}
         {NAV.map((n) => (
           <NavLink key={n.path} component={RouterLink} to={ws.to(n.path)} end={n.path === ''} label={n.label} onClick={close} />
         ))}

@@ -23,7 +23,7 @@ const queries = new QueryClient({
 createRoot(document.getElementById('root')!).render(
   <StrictMode>
     <MantineProvider defaultColorScheme="light">
-      <Notifications position="top-right" />
+      <Notifications position="top-right" limit={3} autoClose={3000} />
       <QueryClientProvider client={queries}>
         <BrowserRouter basename="/dashboard">
           <App />

@@ -50,7 +50,7 @@ async function go(section: string, mode: 'test' | 'live' = 'test') {
 }
 
 async function pickOption(p: Page, label: string, option: string) {
-  await p.getByRole('textbox', { name: label }).click();
+  await p.getByRole('combobox', { name: label }).click();
   await p.getByRole('option', { name: option, exact: true }).click();
 }
 
@@ -206,6 +206,9 @@ describe('the merchant dashboard in Chromium', () => {
     const outcome = await buy();
     expect(outcome.status).toBe('hold');
     const reviewUrl = (outcome as { review_url: string }).review_url;
+    await go('Holds');
+    await page.getByTestId('hold-row').filter({ hasText: reviewUrl.split('/').pop()! }).waitFor();
+    await shot(page, '10b-holds-queue');
     expect(reviewUrl).toMatch(new RegExp(`^${app.baseUrl}/dashboard/test/holds/sess_`));
 
     // a person who follows review_url signed out signs in and lands on that review
@@ -252,6 +255,16 @@ describe('the merchant dashboard in Chromium', () => {
     await dialog().getByRole('button', { name: 'Revoke' }).click();
     await page.getByTestId('key-row').filter({ hasText: 'ci key' }).filter({ hasText: 'revoked' }).waitFor();
     expect((await me()).status).toBe(401);
+  });
+
+  it('GIVEN sales, a hold and a failing endpoint WHEN the overview opens THEN it shows the volume, the orders by decision and what needs attention', async () => {
+    await go('Overview');
+    // three accepted sales of this test (18.00 + 9.00 + the approved hold's 9.00)
+    await expect.poll(() => page.getByTestId('stat-today').textContent()).toContain('36.00 USDC');
+    await expect.poll(() => page.getByTestId('stat-decisions').textContent()).toContain('3 / 0 / 0');
+    // today's bar, the last of the 14 days, has height
+    await page.locator('.recharts-bar-rectangle path').last().waitFor();
+    await shot(page, '13b-overview');
   });
 
   it('GIVEN data in test mode WHEN switching to live THEN no test data shows, live data stays in live, and the banner says which mode', async () => {

@@ -103,7 +103,7 @@ describe('routing', () => {
   it('GIVEN an unknown route or an unknown method on a known path WHEN requested THEN 404 NOT_FOUND', async () => {
     const cases: Array<[string, string]> = [
       ['GET', '/v1/nope'],
-      ['GET', '/'],
+      ['GET', '/nope'],
       ['POST', '/v2/merchants'],
       ['DELETE', '/v1/merchants'],
       ['PUT', '/v1/merchants'],

@@ -9,10 +9,13 @@ const NEXT = 'svc.next';
 export function rememberNext(path: string) {
   if (path.startsWith('/') && !path.startsWith('//') && !path.startsWith('/login')) localStorage.setItem(NEXT, path);
 }
-export function takeNext(): string | null {
+/** The page to return to after sign-in (read without side effects: React may render twice). */
+export function pendingNext(): string | null {
   const next = localStorage.getItem(NEXT);
-  localStorage.removeItem(NEXT);
   return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : null;
+}
+export function clearNext() {
+  localStorage.removeItem(NEXT);
 }
 
 export function LoginPage() {

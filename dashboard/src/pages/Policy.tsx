@@ -142,8 +142,8 @@ export function PolicyPage() {
             {list.length >= 2 && (
               <Stack>
                 <Group>
-                  <Select label="Compare version" w={160} value={left} onChange={setLeft} data={list.map((v) => String(v.version))} />
-                  <Select label="with version" w={160} value={right} onChange={setRight} data={list.map((v) => String(v.version))} />
+                  <Select label="Compare version" allowDeselect={false} w={160} value={left} onChange={setLeft} data={list.map((v) => String(v.version))} />
+                  <Select label="with version" allowDeselect={false} w={160} value={right} onChange={setRight} data={list.map((v) => String(v.version))} />
                 </Group>
                 {byVersion(left) && byVersion(right) && <Diff from={byVersion(left)!.body} to={byVersion(right)!.body} />}
               </Stack>
