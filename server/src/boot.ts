@@ -46,7 +46,7 @@ export async function createServices(config: Config, opts: { log?: Logger; targe
     mailer: new Mailer(config, log),
     operator: new OperatorChannel(),
     // Reads services.now at each call, so a clock replaced later (tests) is the one used.
-    events: new EventOutbox(() => services.now(), [webhookFanOut(wake)]),
+    events: new EventOutbox(() => services.now(), webhookFanOut(wake)),
   };
   return services;
 }

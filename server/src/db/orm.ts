@@ -6,6 +6,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import type { EntityManager as SqlEntityManager, MikroORM as SqlOrm } from '@mikro-orm/sql';
 import { entities } from './entities.js';
 import { migrationsList } from '../migrations/index.js';
+import { namePreparedStatements } from './sql.js';
 import type { Logger } from '../lib/logger.js';
 
 export type Orm = SqlOrm;
@@ -52,7 +53,8 @@ export async function openOrm(target: DbTarget, log?: Logger, timeouts: DbTimeou
       ...common,
       clientUrl: target.url,
       pool: { min: 0, max: target.poolMax ?? 10, idleTimeoutMillis: 10_000 },
-      driverOptions: pgTimeoutOptions(timeouts),
+      // Statements sent with values (db/sql.ts runSql) run as named prepared statements.
+      driverOptions: { ...pgTimeoutOptions(timeouts), onPoolCreated: namePreparedStatements },
     })) as unknown as Orm;
   }
   let dbName = 'memory://';

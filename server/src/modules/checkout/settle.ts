@@ -15,14 +15,14 @@ import { evaluatePolicy, trustTier, type Verdict } from '../gate/verdict.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity } from '../orders/entity.js';
 import { activePolicy, policyHash } from '../policy/service.js';
-import { applyOutcome, readReputation } from '../reputation/service.js';
+import { applyOutcome, reputationOfScore, subjectKey, type Reputation } from '../reputation/service.js';
 import { presentOrderEvent } from '../orders/present.js';
 import { newOrder, storeSettleResult, writeAccepted, type AcceptedResult, type GateContext } from '../settlement/accepted.js';
 import { driveAttempt, markSettled, openAttempt, type AttemptOutcome } from '../settlement/engine.js';
 import type { ReturnState } from '../settlement/entity.js';
 import { CheckoutSessionEntity, totalOf, type SessionRow } from './entity.js';
 import { findSession, pollCall } from './service.js';
-import { countVelocity, expireSession, lockGate, releaseMandateSubjects, releasePaymentNonces, reserveMandateSubject, reservePaymentNonce } from './store.js';
+import { expireSession, lockSessionForGate, readGateInputs, releaseMandateSubjects, releasePaymentNonces, reserveMandateSubject, reservePaymentNonce, type GateInputs, type NonceKey } from './store.js';
 
 /**
  * The transport-neutral payment the gate settles: the canonical form every adapter (the JSON
@@ -162,19 +162,25 @@ async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: Set
   try {
     phase1 = await em.transactional(async (tx): Promise<Phase1> => {
       const done = (result: SettleResult): Phase1 => ({ kind: 'done', result });
-      const locked = await tx.findOneOrFail(CheckoutSessionEntity, { id: s.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      // The row lock and, in the same statement, one gate at a time per (merchant, agent):
+      // velocity and daily caps count the agent's other sessions, so a concurrent settle must
+      // wait for this one to commit (row locks cover only this session).
+      const row = await lockSessionForGate(tx, s.id, s.merchantId, s.agentId);
+      if (!row) throw new ApiError('NOT_FOUND', 'No such checkout session.');
+      const locked = tx.map(CheckoutSessionEntity, row);
       if (TERMINAL.has(locked.state)) return done(replayOrConflict(locked, paymentHash));
       if (locked.state === 'settling') return done(whileSettling(locked, paymentHash));
       if (locked.state !== (approved ? 'approved' : 'awaiting_payment')) throw new ApiError('SESSION_EXPIRED');
-      // One gate at a time per (merchant, agent): velocity and daily caps count the agent's other
-      // sessions, so a concurrent settle must wait for this one to commit (row locks cover only this session).
-      await lockGate(tx, locked.merchantId, locked.agentId);
+      const nonceKey = proof ? nonceKeyOf(proof) : null;
 
       let gate: GateContext;
       if (approved) {
         gate = locked.gate as unknown as GateContext;
+        if (proof) await reserveNonce(tx, now, locked, proof);
       } else {
-        const reputation = await readReputation(tx, 'agent', locked.agentId);
+        // The gate's reads and the authorization's replay reservation: one statement.
+        const inputs = await readGateInputs(tx, { id: locked.id, merchantId: locked.merchantId, agentId: locked.agentId, agentSubject: subjectKey(locked.agentId) }, nonceKey, now);
+        const reputation = reputationOfScore(inputs.agentScore);
         const tierNow = trustTier(mandate, reputation.known);
         if (mandate.present && !mandate.ok) {
           return done(await finishRejected(tx, ctx, m, locked, paymentHash, body, [mandate.code ?? 'MANDATE_MALFORMED'], mandate.human, tierNow, mandate, 'rejected'));
@@ -184,9 +190,10 @@ async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: Set
             return done(await finishRejected(tx, ctx, m, locked, paymentHash, body, ['MANDATE_REPLAY'], undefined, tierNow, mandate, 'replay_attempt'));
           }
         }
-        gate = await gateVerdict(tx, now, m, locked, mandate, reputation, body);
+        gate = gateVerdict(m, locked, mandate, reputation, inputs, body);
+        // Checked where the reservation used to be taken: a mandate rejection above wins over a replay.
+        if (proof) checkNonceHolder(locked, inputs.nonceHolder);
       }
-      if (proof) await reserveNonce(tx, now, locked, proof);
       locked.policyVersion = gate.policyVersion;
       locked.policyHash = gate.policyHash;
       locked.payment = body.payment as Record<string, unknown>;
@@ -219,31 +226,27 @@ function settleResultOf(outcome: AttemptOutcome, s: Pick<SessionRow, 'pathPrefix
   return paymentInvalid(outcome.code, outcome.human);
 }
 
+const nonceKeyOf = (proof: PaymentProof): NonceKey => ({
+  chain: proof.chain,
+  payer: proof.authorization.from.toLowerCase(),
+  nonce: proof.authorization.nonce.toLowerCase(),
+});
+
 /** Replay reservation of the authorization: one session per (chain, payer, nonce), by primary key. */
 async function reserveNonce(tx: Em, now: Date, s: SessionRow, proof: PaymentProof) {
-  const holder = await reservePaymentNonce(tx, s.id, {
-    chain: proof.chain,
-    payer: proof.authorization.from.toLowerCase(),
-    nonce: proof.authorization.nonce.toLowerCase(),
-  }, now);
+  checkNonceHolder(s, await reservePaymentNonce(tx, s.id, nonceKeyOf(proof), now));
+}
+
+function checkNonceHolder(s: SessionRow, holder: string | null | undefined) {
   // A held session approved again keeps its own reservation; anyone else's is a replay.
   if (holder === s.id) return;
   // Roll back the mandate reservation too, but keep the reputation penalty.
   throw new CaptureFailure('NONCE_ALREADY_USED', humanOf('NONCE_ALREADY_USED'));
 }
 
-/** Velocity, active policy and the verdict, with the inputs the receipt fingerprints. */
-async function gateVerdict(
-  tx: Em,
-  now: Date,
-  m: MerchantRow,
-  s: SessionRow,
-  mandate: MandateResult,
-  reputation: Awaited<ReturnType<typeof readReputation>>,
-  body: SettleBody,
-): Promise<GateContext> {
-  const velocity = await countVelocity(tx, s, now);
-  const policyRow = await activePolicy(tx, m.id);
+/** The verdict on the gate's inputs (read by readGateInputs), with the inputs the receipt fingerprints. */
+function gateVerdict(m: MerchantRow, s: SessionRow, mandate: MandateResult, reputation: Reputation, inputs: GateInputs, body: SettleBody): GateContext {
+  const { velocity, policy: policyRow } = inputs;
   const policy = resolvePolicy(policyRow?.body);
   const verdict = evaluatePolicy({
     policy,
@@ -303,7 +306,7 @@ async function beginCapture(
       reference = settled.reference;
     }
     markSettled(attempt, reference, now);
-    await tx.flush();
+    // Inserted already settled, in writeAccepted's one flush (nothing outside was involved).
     const result = await writeAccepted(tx, services, m, s, { paymentHash: input.paymentHash, gate: input.gate, reference, attemptId: attempt.id });
     return { kind: 'done', result };
   }

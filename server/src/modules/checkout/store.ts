@@ -1,4 +1,5 @@
 import type { Em } from '../../db/orm.js';
+import { runSql } from '../../db/sql.js';
 
 /**
  * Data access for the checkout tables that are reached with SQL: `checkout_sessions` is an
@@ -55,23 +56,97 @@ export type NonceKey = { chain: string; payer: string; nonce: string };
 
 /**
  * Reserves an authorization's (chain, payer, nonce) for the session by primary key. Returns
- * the session holding it: this one when the insert won, another on a replay.
+ * the session holding it: this one when the insert won, another on a replay (undefined when
+ * the holder committed after this statement's snapshot: a replay too). One statement.
  */
 export async function reservePaymentNonce(tx: Em, sessionId: string, k: NonceKey, now: Date): Promise<string | undefined> {
-  const won = await tx.execute('insert into payment_nonces (chain, payer, nonce, session_id, created_at) values (?, ?, ?, ?, ?) on conflict do nothing returning nonce', [
-    k.chain,
-    k.payer,
-    k.nonce,
-    sessionId,
-    now,
-  ]);
-  if (won.length > 0) return sessionId;
-  const holder = await tx.execute<Array<{ session_id: string }>>('select session_id from payment_nonces where chain = ? and payer = ? and nonce = ?', [
-    k.chain,
-    k.payer,
-    k.nonce,
-  ]);
-  return holder[0]?.session_id;
+  const rows = await runSql<{ holder: string | null }>(
+    tx,
+    `with won as (
+       insert into payment_nonces (chain, payer, nonce, session_id, created_at) values ($1, $2, $3, $4, $5)
+       on conflict do nothing returning session_id)
+     select coalesce((select session_id from won), (select session_id from payment_nonces where chain = $1 and payer = $2 and nonce = $3)) as holder`,
+    [k.chain, k.payer, k.nonce, sessionId, now],
+  );
+  return rows[0]?.holder ?? undefined;
+}
+
+/**
+ * The settle's locks, in one round trip: the session row (FOR UPDATE, its latest version) and
+ * the gate's advisory lock of (merchant, agent), see `lockGate`. Only settles take the gate
+ * lock, so taking both in one statement cannot deadlock with the other writers of the row.
+ * Returns the raw row (the caller maps it onto its entity), or undefined when it is gone.
+ */
+export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: string, agentId: string): Promise<Record<string, unknown> | undefined> {
+  const rows = await runSql(
+    tx,
+    `select s.*, pg_advisory_xact_lock(hashtextextended($2, 0)) as gate_locked from checkout_sessions s where s.id = $1 for update of s`,
+    [sessionId, `gate:${merchantId}:${agentId}`],
+  );
+  const row = rows[0];
+  if (row) delete row.gate_locked;
+  return row;
+}
+
+export type GateInputs = {
+  /** The agent's stored score, or null for an unknown agent. */
+  agentScore: number | null;
+  velocity: { lastHour: number; lastDay: number; daySpend: string };
+  policy: { version: number; hash: string; body: Record<string, unknown> } | null;
+  /** The session holding the authorization's nonce (this one when the reservation won); null without a nonce. */
+  nonceHolder: string | null | undefined;
+};
+
+/**
+ * Everything the gate reads, and the authorization's replay reservation, in one statement
+ * taken after `lockSessionForGate` (so its snapshot sees every earlier gate of this agent):
+ * the agent's reputation score, the velocity window (see `countVelocity`), the merchant's
+ * active policy, and the insert-or-nothing into `payment_nonces` (see `reservePaymentNonce`).
+ * It reads `reputation` and `policy_versions` on purpose (docs/contributing.md, "Data access").
+ */
+export async function readGateInputs(
+  tx: Em,
+  s: { id: string; merchantId: string; agentId: string; agentSubject: string },
+  nonce: NonceKey | null,
+  now: Date,
+): Promise<GateInputs> {
+  const rows = await runSql<{
+    score: number | null;
+    last_hour: string | number;
+    last_day: string | number;
+    day_spend: string | null;
+    policy_version: number | null;
+    policy_hash: string | null;
+    policy_body: unknown;
+    nonce_holder: string | null;
+  }>(
+    tx,
+    `with won as (
+       insert into payment_nonces (chain, payer, nonce, session_id, created_at)
+       select $6::text, $7::text, $8::text, $1, $5 where $6::text is not null
+       on conflict do nothing returning session_id),
+     velocity as (
+       select count(*) filter (where created_at > $5::timestamptz - interval '1 hour') as last_hour,
+              count(*) as last_day,
+              coalesce(sum(total::numeric), 0)::text as day_spend
+       from checkout_sessions
+       where merchant_id = $2 and agent_id = $3::uuid and id <> $1 and state in ('accepted', 'held', 'approved', 'settling')
+         and created_at > $5::timestamptz - interval '1 day')
+     select (select score from reputation where subject_type = 'agent' and subject_id = $4) as score,
+            v.last_hour, v.last_day, v.day_spend,
+            p.version as policy_version, p.hash as policy_hash, p.body::text as policy_body,
+            coalesce((select session_id from won), (select session_id from payment_nonces where chain = $6 and payer = $7 and nonce = $8)) as nonce_holder
+     from velocity v left join policy_versions p on p.merchant_id = $2 and p.active`,
+    [s.id, s.merchantId, s.agentId, s.agentSubject, now, nonce?.chain ?? null, nonce?.payer ?? null, nonce?.nonce ?? null],
+  );
+  const r = rows[0]!;
+  const body = typeof r.policy_body === 'string' ? (JSON.parse(r.policy_body) as Record<string, unknown>) : null;
+  return {
+    agentScore: r.score === null || r.score === undefined ? null : Number(r.score),
+    velocity: { lastHour: Number(r.last_hour), lastDay: Number(r.last_day), daySpend: r.day_spend ?? '0' },
+    policy: r.policy_version === null || r.policy_version === undefined ? null : { version: Number(r.policy_version), hash: r.policy_hash!, body: body ?? {} },
+    nonceHolder: nonce ? r.nonce_holder : undefined,
+  };
 }
 
 /** Frees the session's authorization nonces (all of them, or the one named). */

@@ -1,7 +1,7 @@
 import type { EndpointTestWebhookEvent, OrderWebhookEvent, WebhookEvent } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
-import { insertEvent } from './store.js';
+import { insertEvents } from './store.js';
 
 /** An event as stored and delivered (the contract's WebhookEvent). */
 export type EventEnvelope = WebhookEvent;
@@ -26,33 +26,49 @@ function envelopeOf(id: string, created: number, livemode: boolean, body: EventB
     : { id, type: body.type, created, livemode, api_version: 'v1', data: { object: body.object } };
 }
 
-/** What runs in the business transaction after an event row is written (webhook fan-out). */
-export type EventFanOut = (tx: Em, envelope: EventEnvelope, input: RecordEventInput) => Promise<void>;
+/**
+ * The fan-out of recorded events (webhook deliveries), run in the statement that writes them:
+ * `ctes` are SQL over the events being written (see events/store.ts `insertEvents`), and
+ * `onFanned` learns what was enqueued, in the business transaction.
+ */
+export type EventFanOut = { ctes: string; onFanned: (targets: Array<{ eventId: string; endpointId: string }>) => void };
 
 /**
  * Transactional outbox, built once with the services: `record` is called with the
- * transaction's `em` of the business change, so the event and its fan-out (webhook
+ * transaction's `em` of the business change, so the events and their fan-out (webhook
  * deliveries) exist exactly when the change commits. `created` is the injected clock's.
+ * Events recorded together (`recordMany`) and their fan-out are one statement.
  */
 export class EventOutbox {
   constructor(
     private readonly clock: () => Date,
-    private readonly fanOut: readonly EventFanOut[],
+    private readonly fanOut: EventFanOut | null,
   ) {}
 
   async record(tx: Em, input: RecordEventInput): Promise<EventEnvelope> {
-    const now = input.now ?? this.clock();
-    const envelope = envelopeOf(newId('evt'), Math.floor(now.getTime() / 1000), input.livemode, input);
-    await insertEvent(tx, {
-      id: envelope.id,
-      projectId: input.projectId,
-      merchantId: input.merchantId,
-      livemode: input.livemode,
-      type: input.type,
-      payload: JSON.stringify(envelope),
-      createdAt: now,
+    return (await this.recordMany(tx, [input]))[0]!;
+  }
+
+  async recordMany(tx: Em, inputs: RecordEventInput[]): Promise<EventEnvelope[]> {
+    const envelopes = inputs.map((input) => {
+      const now = input.now ?? this.clock();
+      return { input, now, envelope: envelopeOf(newId('evt'), Math.floor(now.getTime() / 1000), input.livemode, input) };
     });
-    for (const hook of this.fanOut) await hook(tx, envelope, input);
-    return envelope;
+    const fanned = await insertEvents(
+      tx,
+      envelopes.map(({ input, now, envelope }) => ({
+        id: envelope.id,
+        projectId: input.projectId,
+        merchantId: input.merchantId,
+        livemode: input.livemode,
+        type: input.type,
+        body: JSON.stringify(envelope),
+        createdAt: now,
+        onlyEndpoint: input.type === 'webhook_endpoint.test' ? input.object.id : null,
+      })),
+      this.fanOut?.ctes ?? null,
+    );
+    this.fanOut?.onFanned(fanned.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id })));
+    return envelopes.map((e) => e.envelope);
   }
 }

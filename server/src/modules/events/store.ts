@@ -1,4 +1,5 @@
 import type { Em } from '../../db/orm.js';
+import { runSql, type SqlValue } from '../../db/sql.js';
 
 /**
  * Data access for `events`, the append-only outbox (SQL only: written on the settle path
@@ -9,19 +10,45 @@ import type { Em } from '../../db/orm.js';
 export type EventRow = { id: string; seq: string | number; payload: unknown };
 export type EventScope = { projectId: string; livemode: boolean };
 
-export async function insertEvent(
-  tx: Em,
-  e: { id: string; projectId: string; merchantId: string | null; livemode: boolean; type: string; payload: string; createdAt: Date },
-): Promise<void> {
-  await tx.execute('insert into events (id, project_id, merchant_id, livemode, type, payload, created_at) values (?, ?, ?, ?, ?, ?, ?)', [
-    e.id,
-    e.projectId,
-    e.merchantId,
-    e.livemode,
-    e.type,
-    e.payload,
-    e.createdAt,
-  ]);
+export type NewEventRow = {
+  id: string;
+  projectId: string;
+  merchantId: string | null;
+  livemode: boolean;
+  type: string;
+  /** The envelope's JSON: stored as the jsonb payload, and handed to the fan-out as the exact bytes. */
+  body: string;
+  createdAt: Date;
+  /** Deliver only to this endpoint (a `webhook_endpoint.test` event), whatever its enabled_events. */
+  onlyEndpoint: string | null;
+};
+
+/**
+ * Inserts events in one statement, with their fan-out: `fanOutCtes` are CTEs (from the
+ * webhooks store) over `ev(ord, id, project_id, livemode, type, body, only_endpoint)`, the
+ * events being written, that end in `fanned(event_id, endpoint_id)`. A fan-out's rows reference
+ * these events; foreign keys are checked at the end of the statement, so one statement holds
+ * both. Returns the fanned-out (event id, endpoint id) pairs.
+ */
+export async function insertEvents(tx: Em, rows: NewEventRow[], fanOutCtes: string | null): Promise<Array<{ event_id: string; endpoint_id: string }>> {
+  const params: SqlValue[] = [];
+  const values = rows
+    .map((r, i) => {
+      const at = params.length;
+      params.push(r.id, r.projectId, r.merchantId, r.livemode, r.type, r.body, r.createdAt, r.onlyEndpoint);
+      const $ = (n: number) => `$${at + n}`;
+      return `(${i}, ${$(1)}::text, ${$(2)}::text, ${$(3)}::text, ${$(4)}::boolean, ${$(5)}::text, ${$(6)}::text, ${$(7)}::timestamptz, ${$(8)}::text)`;
+    })
+    .join(', ');
+  return runSql<{ event_id: string; endpoint_id: string }>(
+    tx,
+    `with ev (ord, id, project_id, merchant_id, livemode, type, body, created_at, only_endpoint) as (values ${values}),
+     inserted as (
+       insert into events (id, project_id, merchant_id, livemode, type, payload, created_at)
+       select id, project_id, merchant_id, livemode, type, body::jsonb, created_at from ev order by ord)
+     ${fanOutCtes ? `, ${fanOutCtes} select event_id, endpoint_id from fanned` : 'select null::text as event_id, null::text as endpoint_id where false'}`,
+    params,
+  );
 }
 
 export async function findEventRow(em: Em, scope: EventScope, id: string): Promise<EventRow | undefined> {

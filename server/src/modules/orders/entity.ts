@@ -1,5 +1,6 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import type { Decision, MandateType, OrderEventObject, Total, TrustTier } from '@svc/contract';
+import { SettlementAttemptEntity } from '../settlement/entity.js';
 
 export const OrderEntity = defineEntity({
   name: 'Order',
@@ -22,8 +23,11 @@ export const OrderEntity = defineEntity({
     trustTier: p.string().$type<TrustTier>(),
     buyer: p.json<Record<string, unknown>>().nullable(),
     source: p.string().default('hosted'),
-    /** Accepted hosted orders: the settled attempt that moved the funds (a constraint requires it). */
-    settlementAttemptId: p.string().nullable(),
+    /**
+     * Accepted hosted orders: the settled attempt that moved the funds (a constraint requires it).
+     * A relation mapped to its key: one flush inserts the attempt before the order.
+     */
+    settlementAttemptId: () => p.manyToOne(SettlementAttemptEntity).mapToPk().fieldName('settlement_attempt_id').nullable(),
     settlementStatus: p.string().$type<'settled'>().nullable(),
     createdAt: p.datetime().columnType('timestamptz'),
   },

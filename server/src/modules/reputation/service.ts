@@ -1,6 +1,6 @@
 import type { AgentReputation, ReputationTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import { addToReputationScore, findReputationScore, insertReputationEvent } from './store.js';
+import { addToReputationScore, applyReputationDeltas, findReputationScore, insertReputationEvent } from './store.js';
 import { ApiError } from '../../lib/errors.js';
 import type { Services } from '../../services.js';
 
@@ -27,6 +27,11 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /** The stored subject id: a UUID is case-insensitive, so one agent has one record however it is spelled. */
 export const subjectKey = (id: string) => (UUID_RE.test(id) ? id.toLowerCase() : id);
 
+/** A subject's reputation from its stored score (null: never seen, the neutral default). */
+export function reputationOfScore(score: number | null): Reputation {
+  return score === null ? neutral() : { score, tier: tierFor(score), known: true };
+}
+
 export async function readReputation(em: Em, type: SubjectType, id: string): Promise<Reputation> {
   const score = await findReputationScore(em, type, subjectKey(id));
   if (score === undefined) return neutral();
@@ -43,6 +48,19 @@ export async function applyOutcome(tx: Em, sessionId: string, type: SubjectType,
   if (!(await insertReputationEvent(tx, { sessionId, subjectType: type, subjectId, delta, reason: outcome, now }))) return readReputation(tx, type, subjectId);
   const score = await addToReputationScore(tx, { subjectType: type, subjectId, delta, neutral: NEUTRAL_SCORE, now });
   return { score, tier: tierFor(score), known: true };
+}
+
+/**
+ * Several outcomes of one session (e.g. the agent's `accepted` and the merchant's
+ * `settled_merchant`), each at most once, in one statement and in the order given.
+ */
+export async function applyOutcomes(tx: Em, sessionId: string, outcomes: Array<{ type: SubjectType; subject: string; outcome: Outcome }>, now: Date): Promise<void> {
+  await applyReputationDeltas(
+    tx,
+    outcomes.map((o) => ({ sessionId, subjectType: o.type, subjectId: subjectKey(o.subject), delta: DELTAS[o.outcome], reason: o.outcome })),
+    NEUTRAL_SCORE,
+    now,
+  );
 }
 
 /** Public lookup: never throws, never waits more than `timeoutMs`; anything wrong is the neutral default. */

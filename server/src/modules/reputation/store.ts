@@ -1,4 +1,5 @@
 import type { Em } from '../../db/orm.js';
+import { runSql, type SqlValue } from '../../db/sql.js';
 
 /**
  * Data access for `reputation` and `reputation_events` (SQL only: a delta is applied at most
@@ -31,4 +32,38 @@ export async function addToReputationScore(tx: Em, r: { subjectType: string; sub
     [r.subjectType, r.subjectId, r.neutral, r.delta, r.now, r.neutral],
   );
   return Number(rows[0]!.score);
+}
+
+export type ReputationDelta = { sessionId: string; subjectType: string; subjectId: string; delta: number; reason: string };
+
+/**
+ * Several outcomes of one session in one statement: each event is inserted at most once (as in
+ * `insertReputationEvent`) and only the ones inserted move their subject's score (as in
+ * `addToReputationScore`), in the order given (so the caller decides which row is locked last).
+ * Returns the new scores of the subjects that moved.
+ */
+export async function applyReputationDeltas(tx: Em, deltas: ReputationDelta[], neutral: number, now: Date): Promise<Array<{ subject_type: string; subject_id: string; score: number }>> {
+  const params: SqlValue[] = [neutral, now];
+  const values = deltas
+    .map((d, i) => {
+      const at = params.length;
+      params.push(d.sessionId, d.subjectType, d.subjectId, d.delta, d.reason);
+      return `(${i}, $${at + 1}::text, $${at + 2}::text, $${at + 3}::text, $${at + 4}::int, $${at + 5}::text)`;
+    })
+    .join(', ');
+  return runSql(
+    tx,
+    `with d (ord, session_id, subject_type, subject_id, delta, reason) as (values ${values}),
+     inserted as (
+       insert into reputation_events (session_id, subject_type, subject_id, delta, reason, created_at)
+       select session_id, subject_type, subject_id, delta, reason, $2::timestamptz from d order by ord
+       on conflict do nothing returning session_id, subject_type, subject_id, reason)
+     insert into reputation (subject_type, subject_id, score, outcomes, updated_at)
+     select d.subject_type, d.subject_id, least(1000, greatest(0, $1::int + d.delta)), 1, $2::timestamptz
+     from d join inserted i using (session_id, subject_type, subject_id, reason) order by d.ord
+     on conflict (subject_type, subject_id) do update
+       set score = least(1000, greatest(0, reputation.score + excluded.score - $1::int)), outcomes = reputation.outcomes + 1, updated_at = excluded.updated_at
+     returning subject_type, subject_id, score`,
+    params,
+  );
 }

@@ -10,7 +10,7 @@ import type { Verdict } from '../gate/verdict.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
 import { presentOrderEvent } from '../orders/present.js';
-import { applyOutcome } from '../reputation/service.js';
+import { applyOutcomes } from '../reputation/service.js';
 
 /** What the gate decided and on which inputs: stored on the session while held or settling. */
 export type GateContext = { mandate: MandateResult; verdict: Verdict; policyVersion: number; policyHash: string; fingerprintInputs: Record<string, unknown> };
@@ -54,7 +54,8 @@ export function storeSettleResult<R extends { status: number; body: unknown }>(s
 /**
  * Phase 3, in the caller's transaction, once the funds moved: the order (or the held one),
  * the receipt, reputation deltas, the session `accepted` and both events. The attempt must
- * already be `settled` in this transaction: the order's foreign key demands it.
+ * be `settled` in this unit of work (flushed or not): the order's foreign key demands it, and
+ * the order's relation to it makes the flush insert it first.
  */
 export async function writeAccepted(
   tx: Em,
@@ -108,18 +109,24 @@ export async function writeAccepted(
   s.verdict = gate.verdict;
   s.paymentError = null;
   s.gate = null;
-  await applyOutcome(tx, s.id, 'agent', s.agentId, 'accepted', now);
-  await tx.flush();
-  const object = presentOrderEvent(order);
-  await services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.accepted', object, now });
-  await services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.settled', object, now });
   const result: AcceptedResult = {
     status: 200,
     body: { status: 'accepted', order_id: order.id, receipt: jws, fulfillment: { rail: s.rail, reference } },
   };
   storeSettleResult(s, input.paymentHash, result);
+  // One flush: the attempt (settled), the order, the receipt, and the session's one update.
   await tx.flush();
-  // Last: the merchant's reputation row is one hot row per merchant, so its lock is held only until the commit.
-  await applyOutcome(tx, s.id, 'merchant', m.id, 'settled_merchant', now);
+  const object = presentOrderEvent(order);
+  const event = { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, object, now };
+  await services.events.recordMany(tx, [
+    { ...event, type: 'order.accepted' },
+    { ...event, type: 'order.settled' },
+  ]);
+  // Last, in one statement: the agent's and the merchant's outcomes. The merchant's row is one
+  // hot row per merchant, so its lock (taken after the agent's) is held only until the commit.
+  await applyOutcomes(tx, s.id, [
+    { type: 'agent', subject: s.agentId, outcome: 'accepted' },
+    { type: 'merchant', subject: m.id, outcome: 'settled_merchant' },
+  ], now);
   return result;
 }

@@ -25,8 +25,8 @@ import {
   cancelPendingDeliveries,
   enqueueDeliveries,
   enqueueTestDelivery,
+  EVENT_FAN_OUT_CTES,
   freezeEventBody,
-  insertEventBody,
   listAttemptsOfEvent,
   listDeliveriesOfEvent,
 } from './store.js';
@@ -291,10 +291,12 @@ export async function sendTestEvent(ctx: AuthedCtx, id: string) {
 
 // ---- fan-out -----------------------------------------------------------------------------
 
-/** The outbox fan-out: runs in the business transaction, so deliveries commit with the event. */
+/** The outbox fan-out: runs in the statement that records the events, so deliveries commit with them. */
 export function webhookFanOut(wake: CommitWake): EventFanOut {
-  return async (tx, envelope, input) => {
-    await insertEventBody(tx, envelope.id, JSON.stringify(envelope));
-    await enqueueAndWake(tx, wake, envelope, input, false);
+  return {
+    ctes: EVENT_FAN_OUT_CTES,
+    onFanned: (targets) => {
+      if (targets.length > 0) wake.markEnqueued();
+    },
   };
 }

@@ -350,12 +350,27 @@ export async function countFailingEndpoints(em: Em, scope: { projectId: string; 
   return Number(rows[0]?.n ?? 0);
 }
 
-/** The exact bytes every attempt and replay of the event sends, written once with the event. */
-export async function insertEventBody(tx: Em, eventId: string, body: string): Promise<void> {
-  await tx.execute('insert into webhook_event_bodies (event_id, body) values (?, ?)', [eventId, body]);
-}
+/**
+ * The webhook fan-out, run in the statement that records the events (events/store.ts
+ * `insertEvents`, over its `ev` rows): one pending delivery per matching endpoint (same
+ * project and mode, not deleted, not disabled, `enabled_events` holding the type or "*"; a
+ * `webhook_endpoint.test` event only to the endpoint it tested), and the exact bytes of each
+ * event that has a delivery (`webhook_event_bodies`; an event nobody receives stores none, and
+ * a later replay freezes them then: freezeEventBody). Ends in `fanned(event_id, endpoint_id)`.
+ */
+export const EVENT_FAN_OUT_CTES = `fanned as (
+       insert into webhook_deliveries (event_id, endpoint_id, replay, status, enqueued_at, next_attempt_at)
+       select ev.id, e.id, false, 'pending', now(), now() from ev join webhook_endpoints e
+         on e.project_id = ev.project_id and e.livemode = ev.livemode and e.deleted_at is null and e.status <> 'disabled'
+        and (case when ev.only_endpoint is not null then e.id = ev.only_endpoint
+                  else e.enabled_events @> '["*"]'::jsonb or e.enabled_events @> jsonb_build_array(ev.type) end)
+       order by ev.ord, e.id
+       returning event_id, endpoint_id),
+     bodies as (
+       insert into webhook_event_bodies (event_id, body)
+       select ev.id, ev.body from ev where ev.id in (select event_id from fanned))`;
 
-/** Events recorded before webhooks existed have no stored bytes yet: freezes them from the payload. */
+/** An event no endpoint received when it was recorded (or recorded before webhooks existed) has no stored bytes yet: freezes them from the payload. */
 export async function freezeEventBody(tx: Em, eventId: string): Promise<void> {
   await tx.execute('insert into webhook_event_bodies (event_id, body) select id, payload::text from events where id = ? on conflict (event_id) do nothing', [
     eventId,

@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { x402Client } from '@x402/fetch';
+import { ExactEvmScheme } from '@x402/evm';
+import { encodePaymentSignatureHeader } from '@x402/core/http';
+import { agentId, newBuyer, publishedMerchant } from './helpers/agent.js';
+import { eventTypes, openSession, ordersOf, payX402 } from './helpers/agent-protocol.js';
+import { TestApp } from './helpers/harness.js';
+import { paymentRequiredOf } from './helpers/x402.js';
+
+/**
+ * The settle path's statement budget (docs/settlement.md "Statement budget"), counted where
+ * the statements leave the process: on the `pg` clients of the pool, or on the PGlite instance
+ * (its transaction's BEGIN and COMMIT included). A statement sent with parameters (extended
+ * protocol: prepared) is told apart from a simple query with literals in its text.
+ */
+type Sent = { sql: string; params: number; named: boolean };
+
+class StatementCounter {
+  private sent: Sent[] | null = null;
+
+  static async attach(app: TestApp): Promise<StatementCounter> {
+    const counter = new StatementCounter();
+    const native: any = await app.services.orm.em.getConnection().getNativeClient();
+    if (app.target.kind === 'postgres') {
+      const wrapped = new WeakSet<object>();
+      native.on('acquire', (client: any) => {
+        if (wrapped.has(client)) return;
+        wrapped.add(client);
+        const query = client.query.bind(client);
+        client.query = (text: any, values?: any, cb?: any) => {
+          if (typeof text === 'string') counter.note(text, Array.isArray(values) ? values.length : 0, false);
+          else if (text && typeof text.text === 'string') counter.note(text.text, text.values?.length ?? 0, Boolean(text.name));
+          return query(text, values, cb);
+        };
+      });
+    } else {
+      const query = native.query.bind(native);
+      native.query = (sql: string, params?: unknown[], opts?: unknown) => {
+        counter.note(sql, params?.length ?? 0, false);
+        return query(sql, params, opts);
+      };
+      const transaction = native.transaction.bind(native);
+      native.transaction = (cb: (tx: any) => Promise<unknown>) => {
+        counter.note('begin', 0, false);
+        let ended = 'rollback';
+        return transaction(async (tx: any) => {
+          const txQuery = tx.query.bind(tx);
+          tx.query = (sql: string, params?: unknown[], opts?: unknown) => {
+            counter.note(sql, params?.length ?? 0, false);
+            return txQuery(sql, params, opts);
+          };
+          const r = await cb(tx);
+          ended = 'commit';
+          return r;
+        }).finally(() => counter.note(ended, 0, false));
+      };
+    }
+    return counter;
+  }
+
+  private note(sql: string, params: number, named: boolean) {
+    this.sent?.push({ sql: sql.replace(/\s+/g, ' ').trim(), params, named });
+  }
+
+  async count<T>(fn: () => Promise<T>): Promise<{ result: T; sent: Sent[] }> {
+    this.sent = [];
+    try {
+      const result = await fn();
+      return { result, sent: this.sent };
+    } finally {
+      this.sent = null;
+    }
+  }
+}
+
+const listing = (sent: Sent[]) => sent.map((s, i) => `${String(i + 1).padStart(2)}. [${s.params ? `$${s.params}` : 'lit'}] ${s.sql.slice(0, 160)}`).join('\n');
+const textBytes = (sent: Sent[]) => sent.reduce((n, s) => n + Buffer.byteLength(s.sql), 0);
+
+let app: TestApp;
+let counter: StatementCounter;
+let shop: Awaited<ReturnType<typeof publishedMerchant>>;
+let held: Awaited<ReturnType<typeof publishedMerchant>>;
+const OPEN_POLICY = { holdForReviewBelowTier: null, requireMandateOverUsd: null, minReputationTier: null, maxPerTransactionUsd: 1000 };
+
+beforeAll(async () => {
+  app = await TestApp.start();
+  counter = await StatementCounter.attach(app);
+  shop = await publishedMerchant(app, { policy: OPEN_POLICY, products: [{ sku: 'coffee', amount: '0.25' }] });
+  held = await publishedMerchant(app, { policy: { ...OPEN_POLICY, holdForReviewBelowTier: 'standard' } });
+});
+afterAll(async () => app?.stop());
+
+describe('statements per settle', () => {
+  it('GIVEN an open x402 session WHEN the agent settles it over JSON (test mode, mock facilitator) THEN accepted in at most 12 statements', async () => {
+    const s = await openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }], { agent_id: agentId() });
+    // Warm-up settle (first use of the merchant's reputation row, prepared statements).
+    await payX402(app, shop.base, await openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }]), newBuyer());
+    const { result, sent } = await counter.count(() => payX402(app, shop.base, s, newBuyer()));
+    expect(result.res.status, result.res.text).toBe(200);
+    console.info(`JSON settle: ${sent.length} statements, ${textBytes(sent)} bytes of SQL text\n${listing(sent)}`);
+    expect(await eventTypes(app, s.id)).toEqual(['order.accepted', 'order.settled']);
+    expect(await ordersOf(app, s.id)).toHaveLength(1);
+    expect(sent.length, listing(sent)).toBeLessThanOrEqual(12);
+  });
+
+  it('GIVEN a paid resource WHEN a stock x402 client pays it with PAYMENT-SIGNATURE THEN 200 within the x402 budget', async () => {
+    const url = `${app.baseUrl}${shop.base}/x402/coffee`;
+    const pr = paymentRequiredOf(await fetch(url));
+    const payload = await new x402Client().register('eip155:*', new ExactEvmScheme(newBuyer())).createPaymentPayload(pr);
+    const { result: res, sent } = await counter.count(() => fetch(url, { headers: { 'PAYMENT-SIGNATURE': encodePaymentSignatureHeader(payload) } }));
+    expect(res.status, await res.clone().text()).toBe(200);
+    console.info(`x402 paid resource: ${sent.length} statements, ${textBytes(sent)} bytes\n${listing(sent)}`);
+    expect(sent.length, listing(sent)).toBeLessThanOrEqual(99);
+  });
+
+  it('GIVEN a held session WHEN the merchant approves it THEN accepted within the approval budget', async () => {
+    const s = await openSession(app, held.base, [{ sku: 'coffee', qty: 1 }]);
+    const { res } = await payX402(app, held.base, s, newBuyer());
+    expect(res.status, res.text).toBe(202);
+    const { result: approved, sent } = await counter.count(() => app.request('POST', `/v1/sessions/${s.id}/approve`, { key: held.key }));
+    expect(approved.status, approved.text).toBe(200);
+    console.info(`hold approval: ${sent.length} statements, ${textBytes(sent)} bytes\n${listing(sent)}`);
+    expect(sent.length, listing(sent)).toBeLessThanOrEqual(99);
+  });
+});
