@@ -345,11 +345,10 @@ async function finishRejected(
   const order = newOrder(tx, now, m, s, 'reject', tier, { ...mandate, ref: mandate.ok ? mandate.ref : null });
   s.orderId = order.id;
   await applyOutcome(tx, s.id, 'agent', s.agentId, outcome, now);
-  await tx.flush();
-  await ctx.services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: presentOrderEvent(order), now });
   const result = rejected(codes, human ?? (codes.length > 1 ? `Rejected by the gate: ${codes.join(', ')}.` : undefined));
   storeSettleResult(s, paymentHash, result);
   await tx.flush();
+  await ctx.services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: presentOrderEvent(order), now });
   return result;
 }
 
@@ -367,8 +366,6 @@ async function finishHeld(tx: Em, ctx: Ctx, m: MerchantRow, s: SessionRow, payme
   const order = newOrder(tx, now, m, s, 'hold', gate.verdict.tier, gate.mandate);
   s.orderId = order.id;
   await applyOutcome(tx, s.id, 'agent', s.agentId, 'held', now);
-  await tx.flush();
-  await ctx.services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.held', object: presentOrderEvent(order), now });
   const result: SettleResult = {
     status: 202,
     body: {
@@ -381,6 +378,7 @@ async function finishHeld(tx: Em, ctx: Ctx, m: MerchantRow, s: SessionRow, payme
   };
   storeSettleResult(s, paymentHash, result);
   await tx.flush();
+  await ctx.services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.held', object: presentOrderEvent(order), now });
   return result;
 }
 
@@ -398,10 +396,9 @@ export async function rejectHeld(tx: Em, services: Pick<Services, 'now' | 'event
   s.verdict = { ...(s.verdict ?? { tier: order?.trustTier ?? 'cautious', signals: {} }), decision: 'reject', reasonCodes: [code] } as SessionRow['verdict'];
   if (order) order.decision = 'reject';
   if (opts.penalize) await applyOutcome(tx, s.id, 'agent', s.agentId, 'rejected', now);
-  await tx.flush();
-  if (order) await services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: presentOrderEvent(order), now });
   if (s.settlePaymentHash) storeSettleResult(s, s.settlePaymentHash, rejected([code]));
   await tx.flush();
+  if (order) await services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: presentOrderEvent(order), now });
 }
 
 /** The review's outcome, with the bodies of the contract's approve and decline responses. */

@@ -13,34 +13,6 @@ export async function expireSession(em: Em, sessionId: string): Promise<void> {
   await em.execute(`update checkout_sessions set state = 'expired' where id = ? and state = 'awaiting_payment'`, [sessionId]);
 }
 
-/**
- * One gate at a time per (merchant, agent), until the transaction ends: velocity and daily
- * caps count the agent's other sessions, which row locks on this session do not cover.
- */
-export async function lockGate(tx: Em, merchantId: string, agentId: string): Promise<void> {
-  await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`gate:${merchantId}:${agentId}`]);
-}
-
-/**
- * Accepted and in-flight (held, settling) sessions of this agent at this merchant in the
- * rolling windows ending at `now` (the injected clock, which also wrote `created_at`).
- * One aggregate statement rather than loading rows.
- */
-export async function countVelocity(tx: Em, s: { id: string; merchantId: string; agentId: string }, now: Date) {
-  const rows = await tx.execute<Array<{ last_hour: string | number; last_day: string | number; day_spend: string | null }>>(
-    `select
-       count(*) filter (where created_at > ?::timestamptz - interval '1 hour') as last_hour,
-       count(*) as last_day,
-       coalesce(sum(total::numeric), 0)::text as day_spend
-     from checkout_sessions
-     where merchant_id = ? and agent_id = ? and id <> ? and state in ('accepted', 'held', 'approved', 'settling')
-       and created_at > ?::timestamptz - interval '1 day'`,
-    [now, s.merchantId, s.agentId, s.id, now],
-  );
-  const r = rows[0]!;
-  return { lastHour: Number(r.last_hour), lastDay: Number(r.last_day), daySpend: r.day_spend ?? '0' };
-}
-
 /** Reserves a mandate (issuer, subject) for the session by primary key; false when another session holds it. */
 export async function reserveMandateSubject(tx: Em, sessionId: string, issuer: string, subject: string, now: Date): Promise<boolean> {
   const won = await tx.execute('insert into mandate_subjects (issuer, subject, session_id, created_at) values (?, ?, ?, ?) on conflict do nothing returning subject', [
@@ -73,7 +45,7 @@ export async function reservePaymentNonce(tx: Em, sessionId: string, k: NonceKey
 
 /**
  * The settle's locks, in one round trip: the session row (FOR UPDATE, its latest version) and
- * the gate's advisory lock of (merchant, agent), see `lockGate`. Only settles take the gate
+ * the gate's advisory lock of (merchant, agent), which velocity and daily caps need (they count the agent's other sessions, which row locks on this session do not cover). Only settles take the gate
  * lock, so taking both in one statement cannot deadlock with the other writers of the row.
  * Returns the raw row (the caller maps it onto its entity), or undefined when it is gone.
  */
@@ -100,7 +72,7 @@ export type GateInputs = {
 /**
  * Everything the gate reads, and the authorization's replay reservation, in one statement
  * taken after `lockSessionForGate` (so its snapshot sees every earlier gate of this agent):
- * the agent's reputation score, the velocity window (see `countVelocity`), the merchant's
+ * the agent's reputation score, the velocity window (accepted and in-flight sessions of the agent at the merchant in the rolling hour and day, on the injected clock that wrote `created_at`), the merchant's
  * active policy, and the insert-or-nothing into `payment_nonces` (see `reservePaymentNonce`).
  * It reads `reputation` and `policy_versions` on purpose (docs/contributing.md, "Data access").
  */

@@ -2,6 +2,7 @@ import type { EndpointTestWebhookEvent, OrderWebhookEvent, WebhookEvent } from '
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
 import { insertEvents } from './store.js';
+import { reorderOrderEventObject } from '../orders/present.js';
 
 /** An event as stored and delivered (the contract's WebhookEvent). */
 export type EventEnvelope = WebhookEvent;
@@ -18,6 +19,18 @@ export type RecordEventInput = EventBody & {
   /** Defaults to the outbox's clock (services.now()). */
   now?: Date;
 };
+
+/**
+ * The exact bytes of a stored event, in the documented key order (the payload column is jsonb,
+ * which reorders keys): what a replay freezes for an event that has no stored bytes.
+ */
+export function bytesOfStoredEvent(e: EventEnvelope): string {
+  const body: EventBody =
+    e.type === 'webhook_endpoint.test'
+      ? { type: e.type, object: { id: e.data.object.id, object: e.data.object.object, url: e.data.object.url } }
+      : { type: e.type, object: reorderOrderEventObject(e.data.object) };
+  return JSON.stringify(envelopeOf(e.id, e.created, e.livemode, body));
+}
 
 /** Keys in the documented order (the delivered bytes are this object's JSON). */
 function envelopeOf(id: string, created: number, livemode: boolean, body: EventBody): EventEnvelope {

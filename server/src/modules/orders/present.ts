@@ -38,3 +38,25 @@ export function presentOrderEvent(o: OrderRow): OrderEventObject {
     ...(o.buyer ? { buyer: o.buyer } : {}),
   };
 }
+
+/**
+ * An order event object read back from `events.payload` (jsonb, which reorders keys) in the
+ * key order `presentOrderEvent` writes: the bytes a replay freezes keep the documented order.
+ */
+export function reorderOrderEventObject(o: OrderEventObject): OrderEventObject {
+  return {
+    id: o.id,
+    session_id: o.session_id,
+    merchant_id: o.merchant_id,
+    agent_id: o.agent_id,
+    total: o.total ? { currency: o.total.currency, subtotal: o.total.subtotal, tax: o.total.tax, total: o.total.total } : null,
+    items: o.items.map((i) => ({ sku: i.sku, qty: i.qty })),
+    rail_name: o.rail_name,
+    ...(o.settlement_ref ? { settlement_ref: o.settlement_ref } : {}),
+    ...(o.receipt_id ? { receipt_id: o.receipt_id } : {}),
+    mandate_type: o.mandate_type,
+    mandate_ref: o.mandate_ref ?? null,
+    trust_tier: o.trust_tier,
+    ...(o.buyer ? { buyer: o.buyer } : {}),
+  };
+}

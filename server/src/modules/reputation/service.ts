@@ -1,6 +1,6 @@
 import type { AgentReputation, ReputationTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import { addToReputationScore, applyReputationDeltas, findReputationScore, insertReputationEvent } from './store.js';
+import { applyReputationDeltas, findReputationScore } from './store.js';
 import { ApiError } from '../../lib/errors.js';
 import type { Services } from '../../services.js';
 
@@ -40,13 +40,14 @@ export async function readReputation(em: Em, type: SubjectType, id: string): Pro
 
 /**
  * Applies one outcome's delta at most once per (session, subject, outcome): the
- * reputation_events primary key makes a repeat a no-op, inside the caller's transaction.
+ * reputation_events primary key makes a repeat a no-op, inside the caller's transaction
+ * (one statement; a repeat reads the score with a second).
  */
 export async function applyOutcome(tx: Em, sessionId: string, type: SubjectType, subject: string, outcome: Outcome, now: Date): Promise<Reputation> {
-  const delta = DELTAS[outcome];
   const subjectId = subjectKey(subject);
-  if (!(await insertReputationEvent(tx, { sessionId, subjectType: type, subjectId, delta, reason: outcome, now }))) return readReputation(tx, type, subjectId);
-  const score = await addToReputationScore(tx, { subjectType: type, subjectId, delta, neutral: NEUTRAL_SCORE, now });
+  const [moved] = await applyReputationDeltas(tx, [{ sessionId, subjectType: type, subjectId, delta: DELTAS[outcome], reason: outcome }], NEUTRAL_SCORE, now);
+  if (!moved) return readReputation(tx, type, subjectId);
+  const score = Number(moved.score);
   return { score, tier: tierFor(score), known: true };
 }
 

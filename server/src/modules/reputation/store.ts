@@ -12,34 +12,13 @@ export async function findReputationScore(em: Em, subjectType: string, subjectId
   return rows[0] ? Number(rows[0].score) : undefined;
 }
 
-/** Records one outcome of a session for a subject; false when it was recorded already. */
-export async function insertReputationEvent(tx: Em, e: { sessionId: string; subjectType: string; subjectId: string; delta: number; reason: string; now: Date }): Promise<boolean> {
-  const inserted = await tx.execute(
-    'insert into reputation_events (session_id, subject_type, subject_id, delta, reason, created_at) values (?, ?, ?, ?, ?, ?) on conflict do nothing returning delta',
-    [e.sessionId, e.subjectType, e.subjectId, e.delta, e.reason, e.now],
-  );
-  return inserted.length > 0;
-}
-
-/** Adds `delta` to the subject's score (from `neutral` for a new subject), clamped to 0..1000; returns the new score. */
-export async function addToReputationScore(tx: Em, r: { subjectType: string; subjectId: string; delta: number; neutral: number; now: Date }): Promise<number> {
-  const rows = await tx.execute<Array<{ score: number }>>(
-    `insert into reputation (subject_type, subject_id, score, outcomes, updated_at)
-     values (?, ?, least(1000, greatest(0, ? + ?)), 1, ?)
-     on conflict (subject_type, subject_id) do update
-       set score = least(1000, greatest(0, reputation.score + excluded.score - ?)), outcomes = reputation.outcomes + 1, updated_at = excluded.updated_at
-     returning score`,
-    [r.subjectType, r.subjectId, r.neutral, r.delta, r.now, r.neutral],
-  );
-  return Number(rows[0]!.score);
-}
-
 export type ReputationDelta = { sessionId: string; subjectType: string; subjectId: string; delta: number; reason: string };
 
 /**
- * Several outcomes of one session in one statement: each event is inserted at most once (as in
- * `insertReputationEvent`) and only the ones inserted move their subject's score (as in
- * `addToReputationScore`), in the order given (so the caller decides which row is locked last).
+ * Outcomes of one session in one statement: each event is inserted at most once (insert-or-
+ * nothing on its primary key) and only the ones inserted move their subject's score (an
+ * atomic upsert, clamped to 0..1000, from `neutral` for a new subject), in the order given (so
+ * the caller decides which row is locked last).
  * Returns the new scores of the subjects that moved.
  */
 export async function applyReputationDeltas(tx: Em, deltas: ReputationDelta[], neutral: number, now: Date): Promise<Array<{ subject_type: string; subject_id: string; score: number }>> {

@@ -15,7 +15,7 @@ import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
 import type { Services } from '../../services.js';
 import { lockProjectForInserts } from '../accounts/store.js';
-import type { EventFanOut } from '../events/service.js';
+import { bytesOfStoredEvent, type EventFanOut } from '../events/service.js';
 import { findEventRow, listEventRows, type EventRow } from '../events/store.js';
 import { WebhookEndpointEntity, type WebhookEndpointRow } from './entity.js';
 import { newWebhookSecret } from './signature.js';
@@ -261,8 +261,9 @@ async function enqueueAndWake(tx: Em, wake: CommitWake, event: WebhookEvent, sco
 export async function replayEvent(ctx: AuthedCtx, id: string) {
   return ctx.em.transactional(async (tx) => {
     const ev = await findEvent(tx, ctx.auth, id);
-    await freezeEventBody(tx, ev.id);
-    const endpointIds = await enqueueAndWake(tx, ctx.services.wake, parsePayload(ev.payload), ctx.auth, true);
+    const event = parsePayload(ev.payload);
+    await freezeEventBody(tx, ev.id, bytesOfStoredEvent(event));
+    const endpointIds = await enqueueAndWake(tx, ctx.services.wake, event, ctx.auth, true);
     return { event_id: ev.id, deliveries: endpointIds.map((endpoint_id) => ({ endpoint_id, status: 'pending' as const })) };
   });
 }

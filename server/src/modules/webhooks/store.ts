@@ -1,4 +1,5 @@
 import type { Em } from '../../db/orm.js';
+import { runSql } from '../../db/sql.js';
 import type { SecretBox } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import type { AttemptOutcome } from './deliver.js';
@@ -370,11 +371,12 @@ export const EVENT_FAN_OUT_CTES = `fanned as (
        insert into webhook_event_bodies (event_id, body)
        select ev.id, ev.body from ev where ev.id in (select event_id from fanned))`;
 
-/** An event no endpoint received when it was recorded (or recorded before webhooks existed) has no stored bytes yet: freezes them from the payload. */
-export async function freezeEventBody(tx: Em, eventId: string): Promise<void> {
-  await tx.execute('insert into webhook_event_bodies (event_id, body) select id, payload::text from events where id = ? on conflict (event_id) do nothing', [
-    eventId,
-  ]);
+/**
+ * An event no endpoint received when it was recorded (or recorded before webhooks existed) has
+ * no stored bytes yet: stores `bytes` (events/service.ts `bytesOfStoredEvent`) unless some are.
+ */
+export async function freezeEventBody(tx: Em, eventId: string, bytes: string): Promise<void> {
+  await runSql(tx, 'insert into webhook_event_bodies (event_id, body) values ($1, $2) on conflict (event_id) do nothing', [eventId, bytes]);
 }
 
 export type DeliveryRow = {
