@@ -170,8 +170,9 @@ async function findIdempotentCreate(em: Em, agentId: string, key: string, reques
 }
 
 export async function findSession(em: Em, m: Pick<MerchantRow, 'id'>, id: string): Promise<SessionRow> {
-  const s = await em.findOne(CheckoutSessionEntity, { id, merchantId: m.id });
-  if (!s) throw new ApiError('SESSION_NOT_FOUND');
+  // By primary key: a session this request already loaded or created comes from the identity map, no second SELECT.
+  const s = await em.findOne(CheckoutSessionEntity, { id });
+  if (!s || s.merchantId !== m.id) throw new ApiError('SESSION_NOT_FOUND');
   return s;
 }
 
