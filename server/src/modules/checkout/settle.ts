@@ -14,7 +14,7 @@ import { verifyMandate, type MandateResult } from '../gate/mandate.js';
 import { evaluatePolicy, trustTier, type Verdict } from '../gate/verdict.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity } from '../orders/entity.js';
-import { activePolicy, policyHash } from '../policy/service.js';
+import { policyHash } from '../policy/service.js';
 import { applyOutcome, reputationOfScore, subjectKey, type Reputation } from '../reputation/service.js';
 import { presentOrderEvent } from '../orders/present.js';
 import { newOrder, storeSettleResult, writeAccepted, type AcceptedResult, type GateContext } from '../settlement/accepted.js';
@@ -190,7 +190,7 @@ async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: Set
             return done(await finishRejected(tx, ctx, m, locked, paymentHash, body, ['MANDATE_REPLAY'], undefined, tierNow, mandate, 'replay_attempt'));
           }
         }
-        gate = gateVerdict(m, locked, mandate, reputation, inputs, body);
+        gate = gateVerdict(locked, mandate, reputation, inputs, body);
         // Checked where the reservation used to be taken: a mandate rejection above wins over a replay.
         if (proof) checkNonceHolder(locked, inputs.nonceHolder);
       }
@@ -245,7 +245,7 @@ function checkNonceHolder(s: SessionRow, holder: string | null | undefined) {
 }
 
 /** The verdict on the gate's inputs (read by readGateInputs), with the inputs the receipt fingerprints. */
-function gateVerdict(m: MerchantRow, s: SessionRow, mandate: MandateResult, reputation: Reputation, inputs: GateInputs, body: SettleBody): GateContext {
+function gateVerdict(s: SessionRow, mandate: MandateResult, reputation: Reputation, inputs: GateInputs, body: SettleBody): GateContext {
   const { velocity, policy: policyRow } = inputs;
   const policy = resolvePolicy(policyRow?.body);
   const verdict = evaluatePolicy({
