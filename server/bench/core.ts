@@ -540,7 +540,7 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
             const jobs = await prepareSettles(client.post, shop, n, buyers);
             const c = await compareSettles(client.post, jobs, shaped, agents, plan.rounds, plan.baseSeconds, agents === 32 ? env.serverRss : undefined);
             accepted += c.ours.ok;
-            if (c.ours.ok !== c.ours.n) failures.push(`settle at ${agents} agents: ${c.ours.n - c.ours.ok} of ${c.ours.n} failed (${failText(c.ours)})`);
+            if (c.ours.ok !== c.ours.n) failures.push(`settle at ${agents} agent${agents > 1 ? 's' : ''}: ${c.ours.n - c.ours.ok} of ${c.ours.n} failed (${failText(c.ours)})`);
             const ratio = c.ours.perSec / c.base.perSec;
             const target =
               agents === 32
