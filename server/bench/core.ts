@@ -310,7 +310,8 @@ async function prepareSettles(post: Post, shop: Shop, n: number, buyers: Private
     async (_w, i) => {
       const created = await post(`${shop.base}/agent/checkout`, { agent_id: randomUUID(), items: [{ sku: 'coffee', qty: 1 }] });
       if (created.status !== 201) throw new Error(`checkout: ${created.status} ${JSON.stringify(created.body)}`);
-      const payment = await signPayment(buyers[i % buyers.length]!, created.body.payment_required);
+      // valid for an hour: a slow machine may take minutes to reach the last prepared settle
+      const payment = await signPayment(buyers[i % buyers.length]!, created.body.payment_required, { validBefore: Math.floor(Date.now() / 1000) + 3600 });
       jobs[i] = { path: `${shop.base}/agent/checkout/${created.body.session_id}/settle`, body: payment };
       return { ok: true, status: 201 };
     },
