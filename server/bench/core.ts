@@ -516,8 +516,8 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
   const adminUrl = process.env.DATABASE_URL;
   // settles per concurrency level, rounds, and seconds of the shaped transaction per round
   const plan = q
-    ? { levels: [[1, 30], [8, 120], [32, 256]] as const, rounds: 2, baseSeconds: 1, readSeconds: 1, readRounds: 2, pgliteSettles: 120 }
-    : { levels: [[1, 150], [8, 600], [32, 1600]] as const, rounds: 4, baseSeconds: 2, readSeconds: 3, readRounds: 3, pgliteSettles: 600 };
+    ? { levels: [[1, 24], [8, 96], [32, 192]] as const, rounds: 2, baseSeconds: 1, readSeconds: 1, readRounds: 2, pgliteSettles: 96 }
+    : { levels: [[1, 100], [8, 400], [32, 960]] as const, rounds: 4, baseSeconds: 1.5, readSeconds: 2, readRounds: 3, pgliteSettles: 400 };
 
   const wantPg = opts.parts.has('settle') || opts.parts.has('reads');
   if (wantPg && !adminUrl) notes.push('settle and reads need PostgreSQL: set DATABASE_URL (e.g. postgresql://postgres@127.0.0.1:5432/test); skipped');
