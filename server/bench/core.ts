@@ -616,7 +616,10 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
             { key: 'm304', url: manifestUrl, expect: 304, headers: { 'if-none-match': etag } },
             { key: 'catalog', url: catalogUrl, expect: 200, headers: {} },
           ];
-          for (const t of targets) await cannon(t.url, 1, t.expect, t.headers); // warm-up
+          for (const t of targets) {
+            const warm = await cannon(t.url, 1, t.expect, t.headers);
+            if (warm.bad) notes.push(`reads: ${t.key} warm-up had ${warm.bad} of ${warm.total} answers other than ${t.expect} (not counted)`);
+          }
           const got: Record<string, Cannon | undefined> = {};
           for (let r = 0; r < plan.readRounds; r++) {
             // rotate who goes first, so each target meets every phase of the machine's load
