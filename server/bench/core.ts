@@ -536,6 +536,7 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
           // warm-up: the merchant's caches, the pools' connections, the JIT
           const warm = await settleBatch(client.post, await prepareSettles(client.post, shop, 32, buyers), 8);
           accepted += warm.samples.filter((s) => s.ok).length;
+          if (warm.samples.some((s) => !s.ok)) failures.push(`warm-up settles: ${warm.samples.filter((s) => !s.ok).length} of ${warm.samples.length} failed`);
           await shapedFor(shaped, 8, 0.5);
           for (const [agents, n] of plan.levels) {
             const jobs = await prepareSettles(client.post, shop, n, buyers);
@@ -661,7 +662,8 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
       const buyers = Array.from({ length: 8 }, () => newBuyer());
       const db = (await services.orm.em.getConnection().getNativeClient()) as PgliteLike;
       const shaped = await shapedOnPglite(db, 8);
-      await settleBatch(client.post, await prepareSettles(client.post, shop, 16, buyers), 8);
+      const warm = await settleBatch(client.post, await prepareSettles(client.post, shop, 16, buyers), 8);
+      if (warm.samples.some((s) => !s.ok)) failures.push(`PGlite warm-up settles: ${warm.samples.filter((s) => !s.ok).length} of ${warm.samples.length} failed`);
       await shapedFor(shaped, 8, 0.5);
       const jobs = await prepareSettles(client.post, shop, plan.pgliteSettles, buyers);
       const c = await compareSettles(client.post, jobs, shaped, 8, plan.rounds, plan.baseSeconds, () => process.memoryUsage().rss);
