@@ -10,6 +10,7 @@ import { Mailer } from './modules/auth/mail.js';
 import { OperatorChannel } from './modules/operator/channel.js';
 import { createFacilitators } from './rails/index.js';
 import { createMetrics } from './lib/metrics.js';
+import { defaultSignerThreads, SignerRecovery } from './lib/signer-recovery.js';
 
 export function dbTargetFor(config: Config): DbTarget {
   return config.DATABASE_URL
@@ -17,15 +18,18 @@ export function dbTargetFor(config: Config): DbTarget {
     : { kind: 'pglite', dataDir: config.SVC_DATA_DIR };
 }
 
-/** Opens the database, runs the committed migrations and resolves the master key. */
-export async function createServices(config: Config, opts: { log?: Logger; target?: DbTarget } = {}): Promise<Services> {
+/**
+ * Opens the database, runs the committed migrations (unless `migrate: false`: a cluster
+ * worker, whose primary ran them once before forking) and resolves the master key.
+ */
+export async function createServices(config: Config, opts: { log?: Logger; target?: DbTarget; migrate?: boolean } = {}): Promise<Services> {
   const log = opts.log ?? createLogger(config.LOG_LEVEL);
   const box = new SecretBox(resolveMasterKey(config, log));
   const orm = await openOrm(opts.target ?? dbTargetFor(config), log, {
     statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS,
     connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS,
   });
-  await migrate(orm);
+  if (opts.migrate !== false) await migrate(orm);
   if (config.NODE_ENV === 'production' && (opts.target ?? dbTargetFor(config)).kind === 'pglite') {
     log.warn(
       { database: 'pglite', data_dir: config.SVC_DATA_DIR },
@@ -33,13 +37,15 @@ export async function createServices(config: Config, opts: { log?: Logger; targe
     );
   }
   const wake = new CommitWake(orm);
+  const signers = new SignerRecovery(config.SVC_SIGNER_THREADS ?? defaultSignerThreads(config.SVC_WEB_CONCURRENCY), log);
   const services: Services = {
     config,
     orm,
     box,
     log,
     now: () => new Date(),
-    facilitators: createFacilitators(config, log),
+    facilitators: createFacilitators(config, log, signers.recover),
+    signers,
     wake,
     caches: { manifests: new Map(), issuerKeys: new Map() },
     metrics: createMetrics(orm, log),
@@ -49,4 +55,10 @@ export async function createServices(config: Config, opts: { log?: Logger; targe
     events: new EventOutbox(() => services.now(), [webhookFanOut(wake)]),
   };
   return services;
+}
+
+/** Releases what createServices opened: the signer threads, then the database (`force` drops busy connections). */
+export async function closeServices(services: Services, opts: { force?: boolean } = {}): Promise<void> {
+  await services.signers.close().catch(() => undefined);
+  await services.orm.close(opts.force);
 }

@@ -61,6 +61,10 @@ const ConfigSchema = z.object({
   SVC_WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(1000).default(1),
   SVC_RUN_WORKER: bool.default('true'),
   SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** Server processes `npm start` runs (node:cluster, PostgreSQL only); each has its own pool of SVC_DB_POOL_MAX connections. */
+  SVC_WEB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  /** Worker threads per process for EIP-712 signer recovery; 0 recovers on the request thread. Unset: the process's share of the cores. */
+  SVC_SIGNER_THREADS: z.coerce.number().int().min(0).max(64).optional(),
   /** How long a settle waits for the chain before answering 202 settlement_pending. */
   SVC_SETTLE_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** How often the settlement worker looks for unresolved attempts and lapsed holds. */

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
+import { closeServices } from './boot.js';
 import { loadConfigOrExit, startServicesOrExit } from './startup.js';
 import { startWebhookWorker } from './modules/webhooks/worker.js';
 import { startSettlementWorker } from './modules/settlement/reconciler.js';
@@ -40,7 +41,7 @@ async function main() {
     services.operator.close();
     const workerStopped = Promise.all([worker?.stop(), settlement?.stop(), services.facilitators.live.close()]).catch(() => undefined);
     server.close(() => {
-      workerStopped.finally(() => services.orm.close().finally(() => process.exit(0)));
+      workerStopped.finally(() => closeServices(services).finally(() => process.exit(0)));
     });
     // Longer than one delivery attempt (10 s) so an in-flight webhook can finish.
     setTimeout(() => process.exit(0), 12_000).unref();

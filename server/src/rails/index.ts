@@ -1,6 +1,7 @@
 import { ulid } from 'ulid';
 import type { Config } from '../config.js';
 import type { Logger } from '../lib/logger.js';
+import type { RecoverSigner } from '../lib/signer-recovery.js';
 import { ApiError } from '../lib/errors.js';
 import { UnconfiguredLiveFacilitator } from './live-facilitator.js';
 import { MockFacilitator } from './mock-facilitator.js';
@@ -18,12 +19,12 @@ export { RemoteFacilitator, type RemoteFacilitatorConfig, type RemoteFacilitator
 export type Facilitators = { test: Facilitator; live: Facilitator };
 
 /** Test mode settles x402 through the mock; live mode through the configured facilitator, never the mock. */
-export function createFacilitators(config: Config, log: Logger): Facilitators {
-  return { test: new MockFacilitator(), live: createLiveFacilitator(config, log) };
+export function createFacilitators(config: Config, log: Logger, recover?: RecoverSigner): Facilitators {
+  return { test: new MockFacilitator(recover ? { recover } : {}), live: createLiveFacilitator(config, log, recover) };
 }
 
 /** SVC_LIVE_FACILITATOR picks the live strategy; loadConfig has already checked the variables it needs. */
-export function createLiveFacilitator(config: Config, log: Logger): Facilitator {
+export function createLiveFacilitator(config: Config, log: Logger, recover?: RecoverSigner): Facilitator {
   const rpcUrl = config.SVC_RPC_URL_BASE;
   if (config.SVC_LIVE_FACILITATOR === 'onchain' && rpcUrl && config.SVC_RELAYER_PRIVATE_KEYS) {
     return new OnchainFacilitator({
@@ -31,6 +32,7 @@ export function createLiveFacilitator(config: Config, log: Logger): Facilitator 
       privateKeys: config.SVC_RELAYER_PRIVATE_KEYS,
       chain: 'base',
       log: log.child({ facilitator: 'onchain' }),
+      ...(recover ? { recover } : {}),
       options: config.SVC_RELAYER_MIN_BALANCE_WEI === undefined ? {} : { minRelayerBalanceWei: config.SVC_RELAYER_MIN_BALANCE_WEI },
     });
   }
@@ -40,6 +42,7 @@ export function createLiveFacilitator(config: Config, log: Logger): Facilitator 
       authHeader: config.SVC_FACILITATOR_AUTH_HEADER,
       rpcUrl,
       log: log.child({ facilitator: 'remote' }),
+      ...(recover ? { recover } : {}),
     });
   }
   return new UnconfiguredLiveFacilitator();

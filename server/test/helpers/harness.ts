@@ -9,7 +9,7 @@ import { ulid } from 'ulid';
 import { SCOPES, type Scope } from '@svc/contract';
 import { buildApp } from '../../src/app.js';
 import { installTransportErrorHandlers } from '../../src/http/transport-errors.js';
-import { createServices } from '../../src/boot.js';
+import { closeServices, createServices } from '../../src/boot.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { DbTarget } from '../../src/db/orm.js';
 import { createApiKey, createProject } from '../../src/modules/accounts/service.js';
@@ -91,7 +91,7 @@ export class TestApp {
   private async shutdown() {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
-    await this.services.orm.close(true);
+    await closeServices(this.services, { force: true });
   }
 
   async stop() {
