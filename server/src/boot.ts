@@ -8,7 +8,7 @@ import { webhookFanOut } from './modules/webhooks/service.js';
 import { CommitWake } from './modules/webhooks/wake.js';
 import { Mailer } from './modules/auth/mail.js';
 import { OperatorChannel } from './modules/operator/channel.js';
-import { createFacilitators } from './rails/index.js';
+import { createFacilitators, type ProcessSlot } from './rails/index.js';
 import { createMetrics } from './lib/metrics.js';
 import { defaultSignerThreads, SignerRecovery } from './lib/signer-recovery.js';
 
@@ -18,11 +18,24 @@ export function dbTargetFor(config: Config): DbTarget {
     : { kind: 'pglite', dataDir: config.SVC_DATA_DIR };
 }
 
+/** Runs the committed migrations and closes the database again: a cluster primary, once before it forks. */
+export async function migrateDatabase(config: Config, log: Logger): Promise<void> {
+  const orm = await openOrm(dbTargetFor(config), log, { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS });
+  try {
+    await migrate(orm);
+  } finally {
+    await orm.close();
+  }
+}
+
 /**
  * Opens the database, runs the committed migrations (unless `migrate: false`: a cluster
  * worker, whose primary ran them once before forking) and resolves the master key.
  */
-export async function createServices(config: Config, opts: { log?: Logger; target?: DbTarget; migrate?: boolean } = {}): Promise<Services> {
+export async function createServices(
+  config: Config,
+  opts: { log?: Logger; target?: DbTarget; migrate?: boolean; processSlot?: ProcessSlot } = {},
+): Promise<Services> {
   const log = opts.log ?? createLogger(config.LOG_LEVEL);
   const box = new SecretBox(resolveMasterKey(config, log));
   const orm = await openOrm(opts.target ?? dbTargetFor(config), log, {
@@ -44,7 +57,7 @@ export async function createServices(config: Config, opts: { log?: Logger; targe
     box,
     log,
     now: () => new Date(),
-    facilitators: createFacilitators(config, log, signers.recover),
+    facilitators: createFacilitators(config, log, signers.recover, opts.processSlot),
     signers,
     wake,
     caches: { manifests: new Map(), issuerKeys: new Map() },

@@ -19,17 +19,30 @@ export { RemoteFacilitator, type RemoteFacilitatorConfig, type RemoteFacilitator
 export type Facilitators = { test: Facilitator; live: Facilitator };
 
 /** Test mode settles x402 through the mock; live mode through the configured facilitator, never the mock. */
-export function createFacilitators(config: Config, log: Logger, recover?: RecoverSigner): Facilitators {
-  return { test: new MockFacilitator(recover ? { recover } : {}), live: createLiveFacilitator(config, log, recover) };
+/**
+ * Which of SVC_WEB_CONCURRENCY server processes this is (main.ts, node:cluster): process
+ * `slot` of `of` broadcasts from relayer keys slot, slot + of, slot + 2·of… only, since two
+ * processes sharing a key would race for its nonces.
+ */
+export type ProcessSlot = { slot: number; of: number };
+
+export function createFacilitators(config: Config, log: Logger, recover?: RecoverSigner, processSlot?: ProcessSlot): Facilitators {
+  return { test: new MockFacilitator(recover ? { recover } : {}), live: createLiveFacilitator(config, log, recover, processSlot) };
+}
+
+/** The relayer keys of one server process (all of them outside a cluster). */
+export function relayerKeysOf(keys: `0x${string}`[], processSlot?: ProcessSlot): `0x${string}`[] {
+  if (!processSlot || processSlot.of <= 1) return keys;
+  return keys.filter((_, i) => i % processSlot.of === processSlot.slot);
 }
 
 /** SVC_LIVE_FACILITATOR picks the live strategy; loadConfig has already checked the variables it needs. */
-export function createLiveFacilitator(config: Config, log: Logger, recover?: RecoverSigner): Facilitator {
+export function createLiveFacilitator(config: Config, log: Logger, recover?: RecoverSigner, processSlot?: ProcessSlot): Facilitator {
   const rpcUrl = config.SVC_RPC_URL_BASE;
   if (config.SVC_LIVE_FACILITATOR === 'onchain' && rpcUrl && config.SVC_RELAYER_PRIVATE_KEYS) {
     return new OnchainFacilitator({
       rpcUrl,
-      privateKeys: config.SVC_RELAYER_PRIVATE_KEYS,
+      privateKeys: relayerKeysOf(config.SVC_RELAYER_PRIVATE_KEYS, processSlot),
       chain: 'base',
       log: log.child({ facilitator: 'onchain' }),
       ...(recover ? { recover } : {}),
