@@ -1,6 +1,5 @@
-import { getAddress, hashTypedData, type Address, type Hex } from 'viem';
+import { getAddress, hashTypedData, recoverAddress, type Address, type Hex } from 'viem';
 import { CHAINS, TRANSFER_WITH_AUTHORIZATION_TYPES, type ChainName, type ReasonCode, type X402Authorization } from '@svc/contract';
-import { recoverOnThisThread, type RecoverSigner } from './signer-recovery.js';
 
 /**
  * EIP-3009 TransferWithAuthorization, pure: signature canonical form, typed data, signer
@@ -78,6 +77,12 @@ export function transferTypedData(chain: ChainName, auth: Authorization, domainN
     },
   };
 }
+
+/** secp256k1 public-key recovery of a 32-byte digest and a 65-byte signature (the expensive step of a settle). */
+export type RecoverSigner = (digest: Hex, signature: Hex) => Promise<Address>;
+
+/** On the calling thread: the default of pure callers (unit tests, a facilitator built without services). */
+export const recoverOnThisThread: RecoverSigner = (digest, signature) => recoverAddress({ hash: digest, signature });
 
 /**
  * The one place a payment signer is recovered (STACK.md: the most expensive step of a settle).

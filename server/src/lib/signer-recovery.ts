@@ -3,14 +3,9 @@ import { createRequire } from 'node:module';
 import { extname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
-import { recoverAddress, type Address, type Hex } from 'viem';
+import type { Address } from 'viem';
+import { recoverOnThisThread, type RecoverSigner } from './eip3009.js';
 import type { Logger } from './logger.js';
-
-/** secp256k1 public-key recovery of a 32-byte digest and a 65-byte signature (the expensive step of a settle). */
-export type RecoverSigner = (digest: Hex, signature: Hex) => Promise<Address>;
-
-/** On the calling thread: the default of pure callers (unit tests, a facilitator built without services). */
-export const recoverOnThisThread: RecoverSigner = (digest, signature) => recoverAddress({ hash: digest, signature });
 
 /**
  * Threads a process gives signer recovery when SVC_SIGNER_THREADS is unset: its share of the

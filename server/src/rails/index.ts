@@ -1,7 +1,7 @@
 import { ulid } from 'ulid';
 import type { Config } from '../config.js';
 import type { Logger } from '../lib/logger.js';
-import type { RecoverSigner } from '../lib/signer-recovery.js';
+import type { RecoverSigner } from '../lib/eip3009.js';
 import { ApiError } from '../lib/errors.js';
 import { UnconfiguredLiveFacilitator } from './live-facilitator.js';
 import { MockFacilitator } from './mock-facilitator.js';

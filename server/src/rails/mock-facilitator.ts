@@ -1,7 +1,6 @@
 import { encodeAbiParameters, keccak256, type Address, type Hex } from 'viem';
 import { CHAINS, type ChainName } from '@svc/contract';
-import { checkProof } from '../lib/eip3009.js';
-import type { RecoverSigner } from '../lib/signer-recovery.js';
+import { checkProof, type RecoverSigner } from '../lib/eip3009.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOutcome, VerifyResult } from './types.js';
 
 /** The only chain test mode settles on. */

@@ -6,8 +6,7 @@ import type { ReasonCode } from '@svc/contract';
 import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { CHAINS } from '@svc/contract';
-import { checkProof } from '../lib/eip3009.js';
-import type { RecoverSigner } from '../lib/signer-recovery.js';
+import { checkProof, type RecoverSigner } from '../lib/eip3009.js';
 import { authorizationAt, authorizationUsed, chainRead, chainSnapshot, hashesOf, settledOutcome } from './evm-reads.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 

@@ -14,8 +14,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import type { Logger } from '../../lib/logger.js';
 import { CHAINS } from '@svc/contract';
-import { checkProof } from '../../lib/eip3009.js';
-import type { RecoverSigner } from '../../lib/signer-recovery.js';
+import { checkProof, type RecoverSigner } from '../../lib/eip3009.js';
 import {
   USDC_ABI,
   authorizationUsed,
