@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ulid } from 'ulid';
 import { publishedMerchant } from './helpers/agent.js';
@@ -181,5 +183,44 @@ describe('a write is visible to the next read in the same process', () => {
     expect(now.body.merchant.id).toBe(live.merchant.id);
     expect(now.body.livemode).toBe(true);
     expect((await app.request('GET', `/m/${slug}/agent/catalog`)).status).toBe(200);
+  });
+});
+
+describe('request logs of the agent reads', () => {
+  it('GIVEN the default info level WHEN agents read the manifest, key set and catalog THEN no request line is logged for them, while errors, writes and other reads still are, with their request id; at debug they are logged too', async () => {
+    const lines: Array<Record<string, any>> = [];
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(JSON.parse(chunk.toString()));
+        cb();
+      },
+    });
+    const logged = await TestApp.start({}, { log: pino({ level: 'info' }, sink) });
+    try {
+      const { key: k, base: b } = await publishedMerchant(logged);
+      const requests = () => lines.filter((l) => l.msg === 'request');
+      lines.length = 0;
+      const reads = [await logged.request('GET', `${b}${MANIFEST}`), await logged.request('GET', `${b}/agent/catalog`), await logged.request('GET', `${b}/.well-known/jwks.json`)];
+      expect(reads.map((r) => r.status)).toEqual([200, 200, 200]);
+      const missing = await logged.request('GET', `/m/no-such-shop${MANIFEST}`);
+      const write = await logged.request('POST', `/v1/catalog?merchant_id=${b.slice(3)}`, { key: k, body: { sku: 'log', name: 'L', price: { amount: '1.00', currency: 'USD' } } });
+      const list = await logged.request('GET', `/v1/catalog?merchant_id=${b.slice(3)}`, { key: k });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(requests().map((l) => [l.method, l.status, l.request_id])).toEqual([
+        ['GET', 404, missing.headers.get('request-id')],
+        ['POST', 201, write.headers.get('request-id')],
+        ['GET', 200, list.headers.get('request-id')],
+      ]);
+      // Every response still carries its Request-Id.
+      for (const r of reads) expect(r.headers.get('request-id')).toMatch(/^req_[0-9a-z]{26}$/);
+
+      logged.services.log.level = 'debug';
+      lines.length = 0;
+      const debugRead = await logged.request('GET', `${b}${MANIFEST}`);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(requests().map((l) => [l.level, l.status, l.request_id])).toEqual([[20, 200, debugRead.headers.get('request-id')]]);
+    } finally {
+      await logged.stop();
+    }
   });
 });
