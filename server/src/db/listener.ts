@@ -31,6 +31,7 @@ export type ListenerOptions = {
  */
 export class ChannelListener {
   private client: pg.Client | null = null;
+  private started = false;
   private stopped = false;
   private up = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -49,8 +50,10 @@ export class ChannelListener {
     return this.up;
   }
 
+  /** Opens the session once; after a loss the listener reconnects on its own backoff. */
   start(): void {
-    if (this.stopped || this.client) return;
+    if (this.started || this.stopped) return;
+    this.started = true;
     void this.connect();
   }
 
