@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { c, IsoTimestamp, IsoTimestampQuery, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId, TimeZoneName } from './common.js';
+import { c, IsoTimestamp, IsoTimestampQuery, keyErrors, listEnvelope, ListQuery, meta, idRef, TimeZoneName } from './common.js';
 import { ErrorBody } from './errors.js';
 import { Decision, MandateType, SessionView, SettleAccepted, Total } from './agent.js';
 import { TrustTier } from './policy.js';

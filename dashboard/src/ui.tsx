@@ -1,5 +1,5 @@
 import type { ReactNode } from 'react';
-import { Alert, Anchor, Button, Center, Group, Loader, Modal, Stack, Text, Title } from '@mantine/core';
+import { Alert, Anchor, Button, Center, Group, Loader, Modal, Stack, Table, Text, Title } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { useMutation, useQueryClient, type UseQueryResult } from '@tanstack/react-query';
 import { Link } from 'react-router';
@@ -113,4 +113,53 @@ export function RouterAnchor({ to, children }: { to: string; children: ReactNode
 /** The block explorer page of a transaction, for live settlements on Base. */
 export function explorerTx(ref: string, livemode: boolean): string | null {
   return livemode && /^0x[0-9a-fA-F]{64}$/.test(ref) ? `https://basescan.org/tx/${ref}` : null;
+}
+
+/** A table's header row from its column titles. */
+export function TableHead({ cols }: { cols: string[] }) {
+  return (
+    <Table.Thead>
+      <Table.Tr>
+        {cols.map((c) => (
+          <Table.Th key={c}>{c}</Table.Th>
+        ))}
+      </Table.Tr>
+    </Table.Thead>
+  );
+}
+
+/** A dialog with one form: the server's refusal above the fields, one submit button running `action`. */
+export function ModalForm({
+  opened,
+  onClose,
+  title,
+  action,
+  submitLabel,
+  children,
+}: {
+  opened: boolean;
+  onClose: () => void;
+  title: string;
+  action: { mutate: (v: undefined) => void; isPending: boolean; error: unknown };
+  submitLabel: string;
+  children: ReactNode;
+}) {
+  return (
+    <Modal opened={opened} onClose={onClose} title={title}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          action.mutate(undefined);
+        }}
+      >
+        <Stack>
+          <ErrorLine error={action.error} />
+          {children}
+          <Button type="submit" loading={action.isPending}>
+            {submitLabel}
+          </Button>
+        </Stack>
+      </form>
+    </Modal>
+  );
 }

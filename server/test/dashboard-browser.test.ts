@@ -6,6 +6,7 @@ import { AgentClient, verifyWebhook } from '@svc/sdk';
 import { startWebhookWorker, type WebhookWorker } from '../src/modules/webhooks/worker.js';
 import { TestApp } from './helpers/harness.js';
 import { Receiver, waitUntil } from './helpers/webhooks.js';
+import { sql } from './helpers/foundation.js';
 import { launchChromium, shot, signInThroughUi } from './helpers/browser.js';
 
 /**
@@ -41,11 +42,13 @@ afterAll(async () => {
 const agent = () => new AgentClient({ account: privateKeyToAccount(generatePrivateKey()), agentId: randomUUID() });
 const buy = async (qty = 1) => (await agent().discover(`${app.baseUrl}/m/${slug}`)).buy([{ sku: 'mug', qty }]);
 const dialog = () => page.getByRole('dialog');
+/** A page settles in its own time (a busy CI machine): poll for up to 15 s, not vitest's default 1 s. */
+const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 15_000, interval: 100 });
 const heading = (p: Page, name: string | RegExp) => p.getByRole('heading', { level: 1, name });
 
 async function go(section: string, mode: 'test' | 'live' = 'test') {
   await page.getByRole('navigation').getByRole('link', { name: section, exact: true }).click();
-  await expect.poll(() => page.url()).toContain(`/dashboard/${mode}/`);
+  await poll(() => page.url()).toContain(`/dashboard/${mode}/`);
   await heading(page, section).waitFor();
 }
 
@@ -74,7 +77,7 @@ describe('the merchant dashboard in Chromium', () => {
     await signInThroughUi(page, email);
     await page.waitForURL(/\/dashboard\/test\/$/);
     await heading(page, 'Overview').waitFor();
-    await expect.poll(() => page.getByTestId('mode-banner').textContent()).toMatch(/^TEST MODE/);
+    await poll(() => page.getByTestId('mode-banner').textContent()).toMatch(/^TEST MODE/);
     const cookie = (await ctx.cookies()).find((c) => c.name === 'svc_session');
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
     await shot(page, '02-overview-empty');
@@ -114,7 +117,7 @@ describe('the merchant dashboard in Chromium', () => {
     await dialog().getByRole('button', { name: 'Create product' }).click();
     // the server's validation message, beside the field it names
     const priceError = dialog().locator('.mantine-TextInput-error').first();
-    await expect.poll(() => priceError.textContent()).toMatch(/decimal string/);
+    await poll(() => priceError.textContent()).toMatch(/decimal string/);
     await shot(page, '04-catalog-field-error');
     await dialog().getByLabel('Price').fill('12.50');
     await dialog().getByRole('button', { name: 'Create product' }).click();
@@ -139,14 +142,23 @@ describe('the merchant dashboard in Chromium', () => {
     await go('Orders');
     const row = page.getByTestId('order-row').filter({ hasText: orderId });
     await row.waitFor();
-    await expect.poll(() => row.textContent()).toContain('18.00');
+    await poll(() => row.textContent()).toContain('18.00');
     await shot(page, '06-orders');
     await row.getByRole('link', { name: orderId }).click();
     await heading(page, `Order ${orderId}`).waitFor();
-    await expect.poll(() => page.getByTestId('receipt-status').textContent()).toBe('valid');
+    await poll(() => page.getByTestId('receipt-status').textContent()).toBe('valid');
     await page.getByText('Policy version: 1').waitFor();
     await page.getByRole('link', { name: /order\.settled/ }).waitFor();
     await shot(page, '07-order');
+
+    // a receipt whose signature does not match the merchant's keys shows as invalid
+    const [row0] = await sql<{ id: string; receipt_jws: string }>(app, 'select id, receipt_jws from checkout_sessions where order_id = ?', [orderId]);
+    const [h, claims, sig] = row0!.receipt_jws.split('.');
+    const forged = JSON.parse(Buffer.from(claims!, 'base64url').toString('utf8'));
+    await sql(app, 'update checkout_sessions set receipt_jws = ? where id = ?', [[h, Buffer.from(JSON.stringify({ ...forged, total: { ...forged.total, total: '0.01' } })).toString('base64url'), sig].join('.'), row0!.id]);
+    await page.reload();
+    await poll(() => page.getByTestId('receipt-status').textContent()).toBe('invalid');
+    await sql(app, 'update checkout_sessions set receipt_jws = ? where id = ?', [row0!.receipt_jws, row0!.id]);
 
     // filters: nothing is held yet
     await go('Orders');
@@ -200,7 +212,7 @@ describe('the merchant dashboard in Chromium', () => {
     await publishPolicy({ holdForReviewBelowTier: 'premium', requireMandateOverUsd: null, maxPerTransactionUsd: 1000 }, 'hold for review');
     await pickOption(page, 'Compare version', '1');
     await pickOption(page, 'with version', '2');
-    await expect.poll(() => page.getByLabel('Differences').textContent()).toContain('+   "holdForReviewBelowTier": "premium"');
+    await poll(() => page.getByLabel('Differences').textContent()).toContain('+   "holdForReviewBelowTier": "premium"');
     await shot(page, '10-policy-diff');
 
     const outcome = await buy();
@@ -220,13 +232,13 @@ describe('the merchant dashboard in Chromium', () => {
     await reviewer.waitForURL(reviewUrl);
     await heading(reviewer, /^Review sess_/).waitFor();
     await reviewer.getByText(/Why it was held: .*/).waitFor();
-    await expect.poll(() => reviewer.getByTestId('time-left').textContent()).toMatch(/Time left to review: 2[34] h/);
+    await poll(() => reviewer.getByTestId('time-left').textContent()).toMatch(/Time left to review: 2[34] h/);
     await shot(reviewer, '11-hold-review');
 
     const before = receiver.on('/hook').length;
     await reviewer.getByRole('button', { name: 'Approve', exact: true }).click();
     await reviewer.getByRole('dialog').getByRole('button', { name: 'Approve and capture' }).click();
-    await expect.poll(() => reviewer.getByTestId('session-state').textContent()).toBe('accepted');
+    await poll(() => reviewer.getByTestId('session-state').textContent()).toBe('accepted');
     await shot(reviewer, '12-hold-approved');
     await other.close();
 
@@ -260,8 +272,8 @@ describe('the merchant dashboard in Chromium', () => {
   it('GIVEN sales, a hold and a failing endpoint WHEN the overview opens THEN it shows the volume, the orders by decision and what needs attention', async () => {
     await go('Overview');
     // three accepted sales of this test (18.00 + 9.00 + the approved hold's 9.00)
-    await expect.poll(() => page.getByTestId('stat-today').textContent()).toContain('36.00 USDC');
-    await expect.poll(() => page.getByTestId('stat-decisions').textContent()).toContain('3 / 0 / 0');
+    await poll(() => page.getByTestId('stat-today').textContent()).toContain('36.00 USDC');
+    await poll(() => page.getByTestId('stat-decisions').textContent()).toContain('3 / 0 / 0');
     // today's bar, the last of the 14 days, has height
     await page.locator('.recharts-bar-rectangle path').last().waitFor();
     await shot(page, '13b-overview');
@@ -271,7 +283,7 @@ describe('the merchant dashboard in Chromium', () => {
     await go('Orders');
     await page.getByText('Live', { exact: true }).click();
     await page.waitForURL(/\/dashboard\/live\/orders$/);
-    await expect.poll(() => page.getByTestId('mode-banner').textContent()).toMatch(/^LIVE MODE/);
+    await poll(() => page.getByTestId('mode-banner').textContent()).toMatch(/^LIVE MODE/);
     await page.getByText('No orders match.').waitFor();
     expect(await page.getByTestId('order-row').count()).toBe(0);
 
@@ -292,7 +304,7 @@ describe('the merchant dashboard in Chromium', () => {
 
     await page.getByText('Test', { exact: true }).click();
     await page.waitForURL(/\/dashboard\/test\/catalog$/);
-    await expect.poll(() => page.getByTestId('mode-banner').textContent()).toMatch(/^TEST MODE/);
+    await poll(() => page.getByTestId('mode-banner').textContent()).toMatch(/^TEST MODE/);
     await page.getByTestId('product-row').filter({ hasText: 'mug' }).waitFor();
     await go('Merchants');
     await page.getByTestId('merchant-row').filter({ hasText: 'Mug Shop' }).waitFor();

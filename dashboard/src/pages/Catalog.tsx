@@ -3,7 +3,7 @@ import { Badge, Button, Checkbox, Group, Modal, Stack, Switch, Table, Text, Text
 import { useQuery } from '@tanstack/react-query';
 import { ApiError, ok } from '../api';
 import { useWorkspace } from '../session';
-import { Confirm, ErrorLine, Loaded, Page, useAction } from '../ui';
+import { Confirm, ErrorLine, Loaded, Page, useAction, TableHead } from '../ui';
 
 type Item = { sku: string; name: string; price: { amount: string; currency: string }; available: boolean; category?: string; description?: string };
 
@@ -77,15 +77,7 @@ export function CatalogPage() {
         {(list) => (
           <Table.ScrollContainer minWidth={600}>
             <Table aria-label="Products" striped>
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>SKU</Table.Th>
-                  <Table.Th>Name</Table.Th>
-                  <Table.Th>Price</Table.Th>
-                  <Table.Th>Status</Table.Th>
-                  <Table.Th>Actions</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
+              <TableHead cols={['SKU', 'Name', 'Price', 'Status', 'Actions']} />
               <Table.Tbody>
                 {list.items.map((i) => (
                   <Table.Tr key={i.sku} data-testid="product-row">

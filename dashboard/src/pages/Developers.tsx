@@ -1,11 +1,11 @@
 import { useState } from 'react';
-import { Anchor, Badge, Button, Code, Group, Modal, MultiSelect, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Anchor, Badge, Button, Code, Group, MultiSelect, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { SCOPES } from '@svc/contract';
 import { ok } from '../api';
 import { SecretOnce } from '../SecretOnce';
 import { useWorkspace } from '../session';
-import { Confirm, ErrorLine, Loaded, Page, useAction, when } from '../ui';
+import { Confirm, ErrorLine, Loaded, Page, useAction, when, TableHead, ModalForm } from '../ui';
 
 export function DevelopersPage() {
   const ws = useWorkspace();
@@ -69,16 +69,7 @@ export function DevelopersPage() {
         {(page) => (
           <Table.ScrollContainer minWidth={760}>
             <Table aria-label="API keys">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Name</Table.Th>
-                  <Table.Th>Key</Table.Th>
-                  <Table.Th>Scopes</Table.Th>
-                  <Table.Th>Last used</Table.Th>
-                  <Table.Th>Status</Table.Th>
-                  <Table.Th>Actions</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
+              <TableHead cols={['Name', 'Key', 'Scopes', 'Last used', 'Status', 'Actions']} />
               <Table.Tbody>
                 {page.data.map((k) => {
                   const label = k.name ?? `…${k.last4}`;
@@ -115,23 +106,10 @@ export function DevelopersPage() {
           </Table.ScrollContainer>
         )}
       </Loaded>
-      <Modal opened={creating} onClose={() => setCreating(false)} title={`Create a ${ws.mode} key`}>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            create.mutate(undefined);
-          }}
-        >
-          <Stack>
-            <ErrorLine error={create.error} />
-            <TextInput label="Name" placeholder="e.g. store backend" value={name} onChange={(e) => setName(e.currentTarget.value)} />
-            <MultiSelect label="Scopes" description="Leave empty for a standard key with every scope." data={[...SCOPES]} value={scopes} onChange={setScopes} searchable />
-            <Button type="submit" loading={create.isPending}>
-              Create key
-            </Button>
-          </Stack>
-        </form>
-      </Modal>
+      <ModalForm opened={creating} onClose={() => setCreating(false)} title={`Create a ${ws.mode} key`} action={create} submitLabel="Create key">
+        <TextInput label="Name" placeholder="e.g. store backend" value={name} onChange={(e) => setName(e.currentTarget.value)} />
+        <MultiSelect label="Scopes" description="Leave empty for a standard key with every scope." data={[...SCOPES]} value={scopes} onChange={setScopes} searchable />
+      </ModalForm>
       <Confirm opened={rolling !== null} title={`Roll ${rolling?.label ?? ''}?`} confirmLabel="Roll" busy={roll.isPending} onClose={() => setRolling(null)} onConfirm={() => rolling && roll.mutate(rolling.id)}>
         A new secret is issued; the old one keeps working for 24 hours so you can deploy the new one.
       </Confirm>

@@ -4,7 +4,7 @@ import { Alert, Badge, Button, Group, Paper, Stack, Table, Text } from '@mantine
 import { useQuery } from '@tanstack/react-query';
 import { ok } from '../api';
 import { useWorkspace } from '../session';
-import { Confirm, ErrorLine, Loaded, money, Page, RouterAnchor, useAction, when } from '../ui';
+import { Confirm, ErrorLine, Loaded, money, Page, RouterAnchor, useAction, when, TableHead } from '../ui';
 
 export function timeLeft(untilUnix: number | undefined, nowMs = Date.now()): string {
   if (!untilUnix) return '—';
@@ -39,15 +39,7 @@ export function HoldsPage() {
           ) : (
             <Table.ScrollContainer minWidth={640}>
               <Table aria-label="Held orders" highlightOnHover>
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>Session</Table.Th>
-                    <Table.Th>Total</Table.Th>
-                    <Table.Th>Reasons</Table.Th>
-                    <Table.Th>Agent</Table.Th>
-                    <Table.Th>Time left</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
+                <TableHead cols={['Session', 'Total', 'Reasons', 'Agent', 'Time left']} />
                 <Table.Tbody>
                   {sessions.map((s) => (
                     <Table.Tr key={s.id} data-testid="hold-row">

@@ -1,9 +1,9 @@
 import { useState } from 'react';
-import { Badge, Button, Code, Modal, Select, Stack, Table, Text, TextInput } from '@mantine/core';
+import { Badge, Button, Code, Select, Table, Text, TextInput } from '@mantine/core';
 import { ChainName, CHAINS } from '@svc/contract';
 import { ok } from '../api';
 import { useWorkspace } from '../session';
-import { ErrorLine, Page, useAction, when } from '../ui';
+import { Page, useAction, when, TableHead, ModalForm } from '../ui';
 
 export function MerchantsPage() {
   const ws = useWorkspace();
@@ -38,15 +38,7 @@ export function MerchantsPage() {
         Storefronts of this project in {ws.mode} mode. The first one is the default; pick the one you work on in the header.
       </Text>
       <Table aria-label="Merchants">
-        <Table.Thead>
-          <Table.Tr>
-            <Table.Th>Name</Table.Th>
-            <Table.Th>Slug</Table.Th>
-            <Table.Th>Domain</Table.Th>
-            <Table.Th>Rails</Table.Th>
-            <Table.Th>Created</Table.Th>
-          </Table.Tr>
-        </Table.Thead>
+        <TableHead cols={['Name', 'Slug', 'Domain', 'Rails', 'Created']} />
         <Table.Tbody>
           {ws.merchants.map((m) => (
             <Table.Tr key={m.id} data-testid="merchant-row">
@@ -64,26 +56,13 @@ export function MerchantsPage() {
         </Table.Tbody>
       </Table>
       {ws.merchants.length === 0 && <Text c="dimmed">No merchants in {ws.mode} mode yet.</Text>}
-      <Modal opened={creating} onClose={() => setCreating(false)} title={`Create a ${ws.mode} merchant`}>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            create.mutate(undefined);
-          }}
-        >
-          <Stack>
-            <ErrorLine error={create.error} />
-            <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} />
-            <TextInput label="Slug" description="Lowercase letters, digits and dashes; part of the agent URLs" required value={slug} onChange={(e) => setSlug(e.currentTarget.value)} />
-            <TextInput label="Domain" required placeholder="shop.example.com" value={domain} onChange={(e) => setDomain(e.currentTarget.value)} />
-            <Select label="USDC chain" allowDeselect={false} value={chain} onChange={setChain} data={chains} />
-            <TextInput label="USDC receiving address" required={live} placeholder="0x…" value={address} onChange={(e) => setAddress(e.currentTarget.value)} />
-            <Button type="submit" loading={create.isPending}>
-              Create merchant
-            </Button>
-          </Stack>
-        </form>
-      </Modal>
+      <ModalForm opened={creating} onClose={() => setCreating(false)} title={`Create a ${ws.mode} merchant`} action={create} submitLabel="Create merchant">
+        <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} />
+        <TextInput label="Slug" description="Lowercase letters, digits and dashes; part of the agent URLs" required value={slug} onChange={(e) => setSlug(e.currentTarget.value)} />
+        <TextInput label="Domain" required placeholder="shop.example.com" value={domain} onChange={(e) => setDomain(e.currentTarget.value)} />
+        <Select label="USDC chain" allowDeselect={false} value={chain} onChange={setChain} data={chains} />
+        <TextInput label="USDC receiving address" required={live} placeholder="0x…" value={address} onChange={(e) => setAddress(e.currentTarget.value)} />
+      </ModalForm>
     </Page>
   );
 }

@@ -7,7 +7,7 @@ import { verifyReceipt } from '@svc/sdk/receipt';
 import { ok } from '../api';
 import { Pager, useCursor } from '../paging';
 import { useWorkspace } from '../session';
-import { explorerTx, Loaded, money, Page, RouterAnchor, when } from '../ui';
+import { explorerTx, Loaded, money, Page, RouterAnchor, when, TableHead } from '../ui';
 import { EventAttempts } from './Webhooks';
 
 const DECISION_COLOR = { accept: 'teal', reject: 'red', hold: 'yellow' } as const;
@@ -64,16 +64,7 @@ export function OrdersPage() {
           <Stack>
             <Table.ScrollContainer minWidth={720}>
               <Table striped highlightOnHover aria-label="Orders">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>Order</Table.Th>
-                    <Table.Th>Decision</Table.Th>
-                    <Table.Th>Total</Table.Th>
-                    <Table.Th>Agent</Table.Th>
-                    <Table.Th>Trust tier</Table.Th>
-                    <Table.Th>Created</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
+                <TableHead cols={['Order', 'Decision', 'Total', 'Agent', 'Trust tier', 'Created']} />
                 <Table.Tbody>
                   {page.data.map((o) => (
                     <Table.Tr key={o.id} data-testid="order-row">
@@ -203,14 +194,7 @@ export function OrderPage() {
                 </Paper>
               </SimpleGrid>
               <Table aria-label="Items">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>Item</Table.Th>
-                    <Table.Th>Qty</Table.Th>
-                    <Table.Th>Unit price</Table.Th>
-                    <Table.Th>Line total</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
+                <TableHead cols={['Item', 'Qty', 'Unit price', 'Line total']} />
                 <Table.Tbody>
                   {s.lines.map((l) => (
                     <Table.Tr key={l.sku}>

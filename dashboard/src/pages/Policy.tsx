@@ -5,7 +5,7 @@ import { diffLines } from 'diff';
 import { POLICY_PRESETS } from '@svc/contract';
 import { ApiError, ok } from '../api';
 import { useWorkspace } from '../session';
-import { ErrorLine, Loaded, Page, useAction, when } from '../ui';
+import { ErrorLine, Loaded, Page, useAction, when, TableHead } from '../ui';
 
 const pretty = (v: unknown) => JSON.stringify(v, null, 2);
 
@@ -119,14 +119,7 @@ export function PolicyPage() {
         {() => (
           <Stack>
             <Table aria-label="Policy versions">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Version</Table.Th>
-                  <Table.Th>Status</Table.Th>
-                  <Table.Th>Note</Table.Th>
-                  <Table.Th>Created</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
+              <TableHead cols={['Version', 'Status', 'Note', 'Created']} />
               <Table.Tbody>
                 {list.map((v) => (
                   <Table.Tr key={v.id} data-testid="policy-version">

@@ -1,13 +1,13 @@
 import { useState } from 'react';
 import { useParams } from 'react-router';
-import { Badge, Button, Code, Group, Modal, MultiSelect, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Badge, Button, Code, Group, MultiSelect, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { EVENT_TYPES } from '@svc/contract';
 import { ok } from '../api';
 import { Pager, useCursor } from '../paging';
 import { SecretOnce } from '../SecretOnce';
 import { useWorkspace } from '../session';
-import { Confirm, ErrorLine, Loaded, Page, RouterAnchor, useAction, when } from '../ui';
+import { Confirm, ErrorLine, Loaded, Page, RouterAnchor, useAction, when, TableHead, ModalForm } from '../ui';
 
 const STATUS_COLOR = { pending: 'yellow', enabled: 'teal', disabled: 'gray', succeeded: 'teal', failed: 'red', canceled: 'gray', in_progress: 'blue', lost: 'orange' } as const;
 const StatusBadge = ({ status }: { status: keyof typeof STATUS_COLOR }) => (
@@ -95,14 +95,7 @@ function Endpoints() {
         {(list) => (
           <Table.ScrollContainer minWidth={700}>
             <Table aria-label="Webhook endpoints">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>URL</Table.Th>
-                  <Table.Th>Events</Table.Th>
-                  <Table.Th>Status</Table.Th>
-                  <Table.Th>Actions</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
+              <TableHead cols={['URL', 'Events', 'Status', 'Actions']} />
               <Table.Tbody>
                 {list.data.map((e) => (
                   <Table.Tr key={e.id} data-testid="endpoint-row">
@@ -132,23 +125,10 @@ function Endpoints() {
           </Table.ScrollContainer>
         )}
       </Loaded>
-      <Modal opened={creating} onClose={() => setCreating(false)} title="Add a webhook endpoint">
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            create.mutate(undefined);
-          }}
-        >
-          <Stack>
-            <ErrorLine error={create.error} />
-            <TextInput label="Endpoint URL" required placeholder="https://example.com/webhooks" value={url} onChange={(e) => setUrl(e.currentTarget.value)} />
-            <MultiSelect label="Events" data={['*', ...EVENT_TYPES]} value={events} onChange={setEvents} />
-            <Button type="submit" loading={create.isPending}>
-              Add endpoint
-            </Button>
-          </Stack>
-        </form>
-      </Modal>
+      <ModalForm opened={creating} onClose={() => setCreating(false)} title="Add a webhook endpoint" action={create} submitLabel="Add endpoint">
+        <TextInput label="Endpoint URL" required placeholder="https://example.com/webhooks" value={url} onChange={(e) => setUrl(e.currentTarget.value)} />
+        <MultiSelect label="Events" data={['*', ...EVENT_TYPES]} value={events} onChange={setEvents} />
+      </ModalForm>
       <Confirm opened={rotating !== null} title="Rotate the signing secret?" confirmLabel="Rotate" busy={rotate.isPending} onClose={() => setRotating(null)} onConfirm={() => rotating && rotate.mutate(rotating)}>
         For 24 hours deliveries carry signatures from both the old and the new secret, so you can deploy the new one.
       </Confirm>
@@ -170,13 +150,7 @@ function Events() {
         {(page) => (
           <Stack>
             <Table aria-label="Events">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Event</Table.Th>
-                  <Table.Th>Type</Table.Th>
-                  <Table.Th>Created</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
+              <TableHead cols={['Event', 'Type', 'Created']} />
               <Table.Tbody>
                 {page.data.map((e) => (
                   <Table.Tr key={e.id} data-testid="event-row">
