@@ -11,6 +11,10 @@ import { OperatorChannel } from './modules/operator/channel.js';
 import { createFacilitators, type ProcessSlot } from './rails/index.js';
 import { createMetrics } from './lib/metrics.js';
 import { defaultSignerThreads, SignerRecovery } from './lib/signer-recovery.js';
+import { AgentReadCache } from './modules/agent/cache.js';
+
+/** How often the agent cache's listening session is pinged: a silently dead one is noticed within this plus the statement timeout. */
+const AGENT_CACHE_HEARTBEAT_MS = 2_000;
 
 export function dbTargetFor(config: Config): DbTarget {
   return config.DATABASE_URL
@@ -38,12 +42,11 @@ export async function createServices(
 ): Promise<Services> {
   const log = opts.log ?? createLogger(config.LOG_LEVEL);
   const box = new SecretBox(resolveMasterKey(config, log));
-  const orm = await openOrm(opts.target ?? dbTargetFor(config), log, {
-    statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS,
-    connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS,
-  });
+  const target = opts.target ?? dbTargetFor(config);
+  const timeouts = { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS };
+  const orm = await openOrm(target, log, timeouts);
   if (opts.migrate !== false) await migrate(orm);
-  if (config.NODE_ENV === 'production' && (opts.target ?? dbTargetFor(config)).kind === 'pglite') {
+  if (config.NODE_ENV === 'production' && target.kind === 'pglite') {
     log.warn(
       { database: 'pglite', data_dir: config.SVC_DATA_DIR },
       'NODE_ENV=production on the embedded PGlite database: it is single-process (no `npm run worker`, no second server, no admin CLI while the server runs) and not meant for production traffic; set DATABASE_URL to a PostgreSQL database',
@@ -51,6 +54,13 @@ export async function createServices(
   }
   const wake = new CommitWake(orm);
   const signers = new SignerRecovery(config.SVC_SIGNER_THREADS ?? defaultSignerThreads(config.SVC_WEB_CONCURRENCY), log);
+  // On PostgreSQL every process listens for the config triggers' NOTIFY (the listener opens on the first agent read).
+  const agentCache = new AgentReadCache(orm, target.kind === 'postgres' ? { url: target.url, timeouts, heartbeatMs: AGENT_CACHE_HEARTBEAT_MS } : null, log);
+  const closeOrm = orm.close.bind(orm);
+  orm.close = async (force?: boolean) => {
+    await agentCache.close();
+    return closeOrm(force);
+  };
   const services: Services = {
     config,
     orm,
@@ -60,7 +70,7 @@ export async function createServices(
     facilitators: createFacilitators(config, log, signers.recover, opts.processSlot),
     signers,
     wake,
-    caches: { manifests: new Map(), issuerKeys: new Map() },
+    caches: { agent: agentCache, issuerKeys: new Map() },
     metrics: createMetrics(orm, log),
     mailer: new Mailer(config, log),
     operator: new OperatorChannel(),

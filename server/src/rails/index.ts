@@ -1,8 +1,8 @@
-import { ulid } from 'ulid';
 import type { Config } from '../config.js';
 import type { Logger } from '../lib/logger.js';
 import type { RecoverSigner } from '../lib/eip3009.js';
 import { ApiError } from '../lib/errors.js';
+import { newUlid } from '../lib/ids.js';
 import { UnconfiguredLiveFacilitator } from './live-facilitator.js';
 import { MockFacilitator } from './mock-facilitator.js';
 import type { Facilitator, FacilitatorHealth } from './types.js';
@@ -67,7 +67,7 @@ export function facilitatorFor(facilitators: Facilitators, livemode: boolean): F
 
 /** The test-only `mock` rail: nothing to verify, a fresh `mock_<ulid>` reference. */
 export function settleMockRail(): { reference: string } {
-  return { reference: `mock_${ulid().toLowerCase()}` };
+  return { reference: `mock_${newUlid()}` };
 }
 
 /** The `card` rail is a typed stub: settling it is 402 RAIL_NOT_IMPLEMENTED in the settle 402 body shape. */
