@@ -65,6 +65,9 @@ export class TestApp {
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       SVC_MASTER_KEY: randomBytes(32).toString('hex'),
       SVC_DATA_DIR: join(tmpdir(), `svc-test-${ulid()}`),
+      // recovery on the request thread: a worker thread under tsx costs ~1.5 s of CPU per test
+      // file; the pool has its own tests (unit/signer-recovery, production) and spawned servers use it
+      SVC_SIGNER_THREADS: '0',
       ...env,
     });
     const app = new TestApp(target, config, cleanup, opts.log);
