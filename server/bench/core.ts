@@ -11,7 +11,7 @@ import { ulid } from 'ulid';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { SCOPES } from '@svc/contract';
 import { buildApp } from '../src/app.js';
-import { createServices } from '../src/boot.js';
+import { closeServices, createServices } from '../src/boot.js';
 import { loadConfig, type Config } from '../src/config.js';
 import type { DbTarget } from '../src/db/orm.js';
 import { createScratchDatabase } from '../src/db/scratch.js';
@@ -267,13 +267,13 @@ async function startPostgresEnv(adminUrl: string, opts: CoreBenchOptions): Promi
       describe: `in-process server (pool ${config.SVC_DB_POOL_MAX})`,
       stop: async () => {
         await closeServer(local.server);
-        await services.orm.close(true);
+        await closeServices(services, { force: true });
         await scratch.drop();
       },
     };
   }
   const spawned = await spawnTs(MAIN, { ...envVars, DATABASE_URL: target.url }, (port) => `http://127.0.0.1:${port}/healthz`);
-  const model = Object.entries(envVars).filter(([k]) => /CONCURRENCY|PROCESSES|WORKERS/.test(k)).map(([k, v]) => `${k}=${v}`).join(' ');
+  const model = Object.entries(envVars).filter(([k]) => /CONCURRENCY|PROCESSES|WORKERS|THREADS/.test(k)).map(([k, v]) => `${k}=${v}`).join(' ');
   return {
     services,
     target,
@@ -284,7 +284,7 @@ async function startPostgresEnv(adminUrl: string, opts: CoreBenchOptions): Promi
     stop: async () => {
       await spawned.stop();
       await closeServer(local.server);
-      await services.orm.close(true);
+      await closeServices(services, { force: true });
       await scratch.drop();
     },
   };
@@ -652,7 +652,8 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
   }
 
   if (opts.parts.has('pglite')) {
-    const config = loadConfig(benchConfigEnv());
+    // one process by nature: a process model set for the PostgreSQL parts does not apply
+    const config = loadConfig({ ...benchConfigEnv(), SVC_WEB_CONCURRENCY: '1' });
     const services = await createServices(config, { target: { kind: 'pglite', dataDir: null }, log: createLogger(config.LOG_LEVEL) });
     const local = await listenLocal(services);
     const client = httpPoster(local.url, 16);
@@ -682,7 +683,7 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
     } finally {
       client.close();
       await closeServer(local.server);
-      await services.orm.close(true);
+      await closeServices(services, { force: true });
     }
   }
 
