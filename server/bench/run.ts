@@ -1,11 +1,43 @@
+import { benchCore, type CorePart } from './core.js';
 import { benchLive } from './live.js';
 import { benchWebhooks } from './webhooks.js';
 
-/** `npm run bench`: each benchmark runs to completion on its own and prints one result line. Not a test. */
-const benches: Array<[string, () => Promise<string>]> = [
-  ['webhooks', () => benchWebhooks()],
-  ['live', () => benchLive()],
-];
+/**
+ * `npm run bench [-- <section>...] [--quick] [--spawn]`: each section runs to completion on its
+ * own and prints its result. Sections: webhooks, live, core (= settle, pglite, reads, which can
+ * also be named alone); none named runs them all. BENCH=core,reads, BENCH_QUICK=1 and
+ * BENCH_SPAWN=1 do the same from the environment. Exits 1 when a section fails, or when a
+ * settle under load fails or double-orders. Not a test.
+ */
+const args = process.argv.slice(2);
+const named = [...args.filter((a) => !a.startsWith('--')), ...(process.env.BENCH ?? '').split(',')].map((s) => s.trim()).filter(Boolean);
+const flag = (name: string) => args.includes(`--${name}`) || ['1', 'true'].includes(process.env[`BENCH_${name.toUpperCase()}`] ?? '');
+const quick = flag('quick');
+const spawn = flag('spawn');
+
+const CORE_PARTS: CorePart[] = ['settle', 'pglite', 'reads'];
+const known = new Set(['webhooks', 'live', 'core', ...CORE_PARTS]);
+const unknown = named.filter((n) => !known.has(n));
+if (unknown.length) {
+  process.stderr.write(`bench: unknown section ${unknown.join(', ')} (known: ${[...known].join(', ')})\n`);
+  process.exit(2);
+}
+const all = named.length === 0;
+const coreParts = new Set(CORE_PARTS.filter((p) => all || named.includes('core') || named.includes(p)));
+
+const benches: Array<[string, () => Promise<string>]> = [];
+if (all || named.includes('webhooks')) benches.push(['webhooks', () => benchWebhooks(quick ? { events: 500 } : {})]);
+if (all || named.includes('live')) benches.push(['live', () => benchLive(quick ? { buyers: [1, 4], relayers: [1], blockTimes: [0], mockSettles: 32 } : {})]);
+if (coreParts.size) {
+  benches.push([
+    'core',
+    async () => {
+      const report = await benchCore({ parts: coreParts, quick, spawn });
+      if (report.failures.length) process.exitCode = 1;
+      return report.text;
+    },
+  ]);
+}
 
 for (const [name, run] of benches) {
   try {

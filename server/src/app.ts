@@ -2,6 +2,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { createExpressEndpoints } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { newId } from './lib/ids.js';
+import { requestContext } from './http/context.js';
 import type { Services } from './services.js';
 import { authMiddleware } from './http/auth.js';
 import { errorHandler, notFoundHandler, validationErrorHandler } from './http/errors.js';
@@ -32,6 +33,12 @@ const CORS_EXPOSED = 'ETag, Request-Id, Retry-After, Idempotent-Replayed, PAYMEN
  */
 export const REQUEST_ID_PATTERN = /^[A-Za-z0-9\-_.:@/+=]{1,128}$/;
 
+/**
+ * The anonymous, cacheable agent discovery reads: served by the thousand to agents and
+ * crawlers, their answered requests log at debug (the metrics still count each one).
+ */
+const QUIET_ROUTES = new Set<object>([contract.agent.manifest, contract.agent.jwks, contract.agent.catalog]);
+
 /** The route template for metrics: the ts-rest route (`/v1/merchants/:id`), the Express route, or `<unmatched>`; never the raw path. */
 function routeLabel(req: Request): string {
   const tsRest = (req as Request & { tsRestRoute?: { path?: string } }).tsRestRoute;
@@ -52,14 +59,19 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
     const incoming = req.header('x-request-id');
     const requestId = incoming !== undefined && REQUEST_ID_PATTERN.test(incoming) ? incoming : newId('req');
     res.setHeader('Request-Id', requestId);
-    const log = services.log.child({ request_id: requestId });
-    if (incoming !== undefined && incoming !== requestId) log.debug({ rejected_request_id_length: incoming.length }, 'ignored an X-Request-Id that is not 1-128 safe characters');
-    req.ctx = { em: services.orm.em.fork(), log, requestId, services };
+    const ctx = requestContext(services, requestId);
+    req.ctx = ctx;
+    if (incoming !== undefined && incoming !== requestId) ctx.log.debug({ rejected_request_id_length: incoming.length }, 'ignored an X-Request-Id that is not 1-128 safe characters');
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       services.metrics.observeRequest(req.method, routeLabel(req), res.statusCode, ms / 1000);
-      log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+      // Answered agent discovery reads log at debug (docs/decisions.md "Request logs"); everything else at info.
+      const quiet = res.statusCode < 400 && QUIET_ROUTES.has((req as Request & { tsRestRoute?: object }).tsRestRoute!);
+      if (quiet && !services.log.isLevelEnabled('debug')) return;
+      const line = { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 };
+      if (quiet) ctx.log.debug(line, 'request');
+      else ctx.log.info(line, 'request');
     });
     next();
   });

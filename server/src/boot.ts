@@ -8,8 +8,13 @@ import { webhookFanOut } from './modules/webhooks/service.js';
 import { CommitWake } from './modules/webhooks/wake.js';
 import { Mailer } from './modules/auth/mail.js';
 import { OperatorChannel } from './modules/operator/channel.js';
-import { createFacilitators } from './rails/index.js';
+import { createFacilitators, type ProcessSlot } from './rails/index.js';
 import { createMetrics } from './lib/metrics.js';
+import { defaultSignerThreads, SignerRecovery } from './lib/signer-recovery.js';
+import { AgentReadCache } from './modules/agent/cache.js';
+
+/** How often the agent cache's listening session is pinged: a silently dead one is noticed within this plus the statement timeout. */
+const AGENT_CACHE_HEARTBEAT_MS = 2_000;
 
 export function dbTargetFor(config: Config): DbTarget {
   return config.DATABASE_URL
@@ -17,31 +22,55 @@ export function dbTargetFor(config: Config): DbTarget {
     : { kind: 'pglite', dataDir: config.SVC_DATA_DIR };
 }
 
-/** Opens the database, runs the committed migrations and resolves the master key. */
-export async function createServices(config: Config, opts: { log?: Logger; target?: DbTarget } = {}): Promise<Services> {
+/** Runs the committed migrations and closes the database again: a cluster primary, once before it forks. */
+export async function migrateDatabase(config: Config, log: Logger): Promise<void> {
+  const orm = await openOrm(dbTargetFor(config), log, { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS });
+  try {
+    await migrate(orm);
+  } finally {
+    await orm.close();
+  }
+}
+
+/**
+ * Opens the database, runs the committed migrations (unless `migrate: false`: a cluster
+ * worker, whose primary ran them once before forking) and resolves the master key.
+ */
+export async function createServices(
+  config: Config,
+  opts: { log?: Logger; target?: DbTarget; migrate?: boolean; processSlot?: ProcessSlot } = {},
+): Promise<Services> {
   const log = opts.log ?? createLogger(config.LOG_LEVEL);
   const box = new SecretBox(resolveMasterKey(config, log));
-  const orm = await openOrm(opts.target ?? dbTargetFor(config), log, {
-    statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS,
-    connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS,
-  });
-  await migrate(orm);
-  if (config.NODE_ENV === 'production' && (opts.target ?? dbTargetFor(config)).kind === 'pglite') {
+  const target = opts.target ?? dbTargetFor(config);
+  const timeouts = { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS };
+  const orm = await openOrm(target, log, timeouts);
+  if (opts.migrate !== false) await migrate(orm);
+  if (config.NODE_ENV === 'production' && target.kind === 'pglite') {
     log.warn(
       { database: 'pglite', data_dir: config.SVC_DATA_DIR },
       'NODE_ENV=production on the embedded PGlite database: it is single-process (no `npm run worker`, no second server, no admin CLI while the server runs) and not meant for production traffic; set DATABASE_URL to a PostgreSQL database',
     );
   }
   const wake = new CommitWake(orm);
+  const signers = new SignerRecovery(config.SVC_SIGNER_THREADS ?? defaultSignerThreads(config.SVC_WEB_CONCURRENCY), log);
+  // On PostgreSQL every process listens for the config triggers' NOTIFY (the listener opens on the first agent read).
+  const agentCache = new AgentReadCache(orm, target.kind === 'postgres' ? { url: target.url, timeouts, heartbeatMs: AGENT_CACHE_HEARTBEAT_MS } : null, log);
+  const closeOrm = orm.close.bind(orm);
+  orm.close = async (force?: boolean) => {
+    await agentCache.close();
+    return closeOrm(force);
+  };
   const services: Services = {
     config,
     orm,
     box,
     log,
     now: () => new Date(),
-    facilitators: createFacilitators(config, log),
+    facilitators: createFacilitators(config, log, signers.recover, opts.processSlot),
+    signers,
     wake,
-    caches: { manifests: new Map(), issuerKeys: new Map() },
+    caches: { agent: agentCache, issuerKeys: new Map() },
     metrics: createMetrics(orm, log),
     mailer: new Mailer(config, log),
     operator: new OperatorChannel(),
@@ -49,4 +78,10 @@ export async function createServices(config: Config, opts: { log?: Logger; targe
     events: new EventOutbox(() => services.now(), webhookFanOut(wake)),
   };
   return services;
+}
+
+/** Releases what createServices opened: the signer threads, then the database (`force` drops busy connections). */
+export async function closeServices(services: Services, opts: { force?: boolean } = {}): Promise<void> {
+  await services.signers.close().catch(() => undefined);
+  await services.orm.close(opts.force);
 }

@@ -1,6 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isScope, SCOPES, type Scope } from '@svc/contract';
-import { createServices } from './boot.js';
+import { closeServices, createServices } from './boot.js';
 import { ConfigError, loadConfig } from './config.js';
 import { DataDirInUseError } from './db/orm.js';
 import {
@@ -235,12 +235,12 @@ async function main() {
     }
     const out = await parsed.command.run(parsed.values, parsed.positionals, services);
     process.stdout.write(out + '\n');
-    await services.orm.close();
+    await closeServices(services);
     process.exit(0);
   } catch (err) {
     if (err instanceof UsageError || err instanceof ConfigError || err instanceof DataDirInUseError) process.stderr.write(`${err.message}\n`);
     else process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
-    await services?.orm.close().catch(() => undefined);
+    if (services) await closeServices(services).catch(() => undefined);
     process.exit(2);
   }
 }

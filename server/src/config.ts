@@ -61,6 +61,10 @@ const ConfigSchema = z.object({
   SVC_WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(1000).default(1),
   SVC_RUN_WORKER: bool.default('true'),
   SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** Server processes `npm start` runs (node:cluster, PostgreSQL only); each has its own pool of SVC_DB_POOL_MAX connections. */
+  SVC_WEB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  /** Worker threads per process for EIP-712 signer recovery; 0 recovers on the request thread. Unset: the process's share of the cores. */
+  SVC_SIGNER_THREADS: z.coerce.number().int().min(0).max(64).optional(),
   /** How long a settle waits for the chain before answering 202 settlement_pending. */
   SVC_SETTLE_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** How often the settlement worker looks for unresolved attempts and lapsed holds. */
@@ -89,6 +93,20 @@ const ConfigSchema = z.object({
   SVC_USER_SESSION_TTL_SECONDS: z.coerce.number().int().min(60).max(90 * 86_400).default(7 * 86_400),
 }).superRefine((c, ctx) => {
   const need = (path: string, message: string) => ctx.addIssue({ code: z.ZodIssueCode.custom, path: [path], message });
+  if (c.SVC_WEB_CONCURRENCY > 1 && !c.DATABASE_URL) {
+    need('SVC_WEB_CONCURRENCY', `must be 1 on the embedded PGlite database (it is single-process); set DATABASE_URL to a PostgreSQL database to run ${c.SVC_WEB_CONCURRENCY} server processes`);
+  }
+  if (
+    c.SVC_WEB_CONCURRENCY > 1 &&
+    c.SVC_LIVE_FACILITATOR === 'onchain' &&
+    c.SVC_RELAYER_PRIVATE_KEYS &&
+    c.SVC_RELAYER_PRIVATE_KEYS.length < c.SVC_WEB_CONCURRENCY
+  ) {
+    need(
+      'SVC_RELAYER_PRIVATE_KEYS',
+      `has ${c.SVC_RELAYER_PRIVATE_KEYS.length} key(s) for SVC_WEB_CONCURRENCY=${c.SVC_WEB_CONCURRENCY}: each server process broadcasts from its own relayer keys, so give at least one per process`,
+    );
+  }
   if (!c.SVC_LIVE_FACILITATOR) return;
   if (!c.SVC_RPC_URL_BASE) need('SVC_RPC_URL_BASE', `is required when SVC_LIVE_FACILITATOR=${c.SVC_LIVE_FACILITATOR}`);
   if (c.SVC_LIVE_FACILITATOR === 'onchain' && !c.SVC_RELAYER_PRIVATE_KEYS) need('SVC_RELAYER_PRIVATE_KEYS', 'is required when SVC_LIVE_FACILITATOR=onchain');

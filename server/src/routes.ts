@@ -15,15 +15,19 @@ import { authRoutes } from './modules/auth/routes.js';
 import { operatorRoutes } from './modules/operator/routes.js';
 import { x402Routes } from './modules/x402/routes.js';
 
-/** The whole contract, one resource router per module (`modules/<feature>/routes.ts`). */
+/**
+ * The whole contract, one resource router per module (`modules/<feature>/routes.ts`). Express
+ * tries routes in this order: the agent routes (`/m/:merchant/...`, the bulk of the traffic,
+ * sharing no path with the others) come first so their requests skip the other routes' matching.
+ */
 export const router = initServer().router(contract, {
+  agent: agentRoutes,
   health: healthRoutes,
   me: meRoutes,
   merchants: merchantsRoutes,
   catalog: catalogRoutes,
   receiving: receivingRoutes,
   policy: policyRoutes,
-  agent: agentRoutes,
   orders: ordersRoutes,
   sessions: sessionsRoutes,
   reputation: reputationRoutes,

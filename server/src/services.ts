@@ -7,12 +7,13 @@ import type { EventOutbox } from './modules/events/service.js';
 import type { CommitWake } from './modules/webhooks/wake.js';
 import type { Mailer } from './modules/auth/mail.js';
 import type { OperatorChannel } from './modules/operator/channel.js';
-import type { ManifestCache } from './modules/agent/discovery.js';
+import type { AgentReadCache } from './modules/agent/cache.js';
 import type { IssuerKeySets } from './modules/gate/mandate.js';
 import type { Metrics } from './lib/metrics.js';
+import type { SignerRecovery } from './lib/signer-recovery.js';
 
 /** Per-process caches (each says what invalidates it where it is read). */
-export type Caches = { manifests: ManifestCache; issuerKeys: IssuerKeySets };
+export type Caches = { agent: AgentReadCache; issuerKeys: IssuerKeySets };
 
 /** Process-wide dependencies, built once at start and shared by every request. */
 export type Services = {
@@ -23,6 +24,8 @@ export type Services = {
   now: () => Date;
   /** x402 facilitators by mode (test: the mock; live: SVC_LIVE_FACILITATOR). */
   facilitators: Facilitators;
+  /** EIP-712 signer recovery off the request thread (a worker-thread pool started at first use). */
+  signers: SignerRecovery;
   /** The transactional outbox: `events.record(tx, …)` writes an event and its webhook deliveries. */
   events: EventOutbox;
   /** Wakes this process's delivery workers when a transaction that enqueued deliveries commits. */

@@ -21,9 +21,9 @@ export function loadConfigOrExit(): Config {
 }
 
 /** Opens the database and runs migrations; a busy PGlite data directory is one line too. */
-export async function startServicesOrExit(config: Config): Promise<Services> {
+export async function startServicesOrExit(config: Config, opts: Parameters<typeof createServices>[1] = {}): Promise<Services> {
   try {
-    return await createServices(config);
+    return await createServices(config, opts);
   } catch (err) {
     return exitOnKnown(err);
   }

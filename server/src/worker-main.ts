@@ -1,3 +1,4 @@
+import { closeServices } from './boot.js';
 import { loadConfigOrExit, startServicesOrExit } from './startup.js';
 import { startWebhookWorker } from './modules/webhooks/worker.js';
 import { startSettlementWorker } from './modules/settlement/reconciler.js';
@@ -24,7 +25,7 @@ async function main() {
     services.log.info({ signal }, 'shutting down');
     Promise.all([worker.stop(), settlement.stop(), services.facilitators.live.close()])
       .catch(() => undefined)
-      .finally(() => services.orm.close().finally(() => process.exit(0)));
+      .finally(() => closeServices(services).finally(() => process.exit(0)));
     setTimeout(() => process.exit(0), 15_000).unref();
   };
   process.on('SIGINT', () => stop('SIGINT'));

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -107,5 +107,35 @@ describe('compiled server under plain node, NODE_ENV=production', () => {
     expect(spec.status).toBe(200);
     expect(((await spec.json()) as { openapi: string }).openapi).toMatch(/^3\./);
     expect((await fetch(`${base}/docs/assets/redoc.standalone.js`)).status).toBe(200);
+  });
+
+  it('GIVEN the compiled server WHEN signer recovery starts its threads under plain node THEN the compiled worker answers what viem answers', () => {
+    // The worker file is resolved beside the compiled module (server/dist/lib/signer-recovery.worker.js), with no loader.
+    const script = `
+      import { SignerRecovery } from ${JSON.stringify(join(ROOT, 'server/dist/lib/signer-recovery.js'))};
+      import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+      import { keccak256, toHex } from 'viem';
+      const account = privateKeyToAccount(generatePrivateKey());
+      const digest = keccak256(toHex('compiled worker'));
+      const signature = await account.sign({ hash: digest });
+      const pool = new SignerRecovery(1, { warn: (o, m) => console.error(m, JSON.stringify(o)) });
+      await pool.whenReady();
+      const signer = await pool.recover(digest, signature);
+      console.log(JSON.stringify({ signer, expected: account.address, inThreads: pool.recoveredInThreads, threads: pool.runningThreads }));
+      await pool.close();
+    `;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: join(ROOT, 'server'),
+      env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: '' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stderr).toBe('');
+    const out = JSON.parse(run.stdout.trim()) as { signer: string; expected: string; inThreads: number; threads: number };
+    expect(out.signer).toBe(out.expected);
+    // The warm-up and this recovery both ran in the thread.
+    expect(out.inThreads).toBe(2);
+    expect(out.threads).toBe(1);
   });
 });

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { merchantRefByDomain } from '../modules/agent/discovery.js';
+import { agentRefForHost } from '../modules/agent/service.js';
 import { ctxOf } from './context.js';
 
 const AGENT_PATH = /^\/(?:\.well-known\/(?:agentic-checkout|jwks)\.json|agent(?:\/.*)?|x402\/[^/]+)$/;
@@ -25,7 +25,7 @@ export function agentHostRouting(discoveryDomain: string) {
         const label = host.slice(0, -suffix.length);
         if (!label.includes('.')) ref = label;
       }
-      if (!ref && host) ref = await merchantRefByDomain(ctxOf(req).em, host);
+      if (!ref && host) ref = await agentRefForHost(ctxOf(req), host);
       if (!ref) return next();
       req.agentPrefix = '';
       req.url = `/m/${encodeURIComponent(ref)}${req.url}`;

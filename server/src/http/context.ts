@@ -38,6 +38,32 @@ declare global {
   }
 }
 
+/**
+ * A request's context. Its EntityManager fork and its child logger are made on first use:
+ * a cached agent read (modules/agent/cache.ts) needs neither, and forking an EntityManager
+ * costs more than serving the cached manifest. Both stay assignable (auth narrows the logger).
+ */
+export function requestContext(services: Services, requestId: string): Ctx {
+  let em: Em | undefined;
+  let log: Logger | undefined;
+  return {
+    requestId,
+    services,
+    get em() {
+      return (em ??= services.orm.em.fork());
+    },
+    set em(value: Em) {
+      em = value;
+    },
+    get log() {
+      return (log ??= services.log.child({ request_id: requestId }));
+    },
+    set log(value: Logger) {
+      log = value;
+    },
+  };
+}
+
 export function ctxOf(req: { ctx?: Ctx }): Ctx {
   if (!req.ctx) throw new Error('request context missing');
   return req.ctx;

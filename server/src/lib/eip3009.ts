@@ -78,18 +78,25 @@ export function transferTypedData(chain: ChainName, auth: Authorization, domainN
   };
 }
 
+/** secp256k1 public-key recovery of a 32-byte digest and a 65-byte signature (the expensive step of a settle). */
+export type RecoverSigner = (digest: Hex, signature: Hex) => Promise<Address>;
+
+/** On the calling thread: the default of pure callers (unit tests, a facilitator built without services). */
+export const recoverOnThisThread: RecoverSigner = (digest, signature) => recoverAddress({ hash: digest, signature });
+
 /**
- * The one place a payment signer is recovered (STACK.md: the most expensive step of a settle,
- * kept behind one function so a native or pooled implementation can replace it).
+ * The one place a payment signer is recovered (STACK.md: the most expensive step of a settle).
+ * `recover` does the curve arithmetic: the server passes its worker-thread pool
+ * (services.signers, lib/signer-recovery.ts); the default recovers on this thread.
  */
-export async function recoverAuthorizationSigner(chain: ChainName, auth: Authorization, signature: Hex): Promise<Address> {
+export async function recoverAuthorizationSigner(chain: ChainName, auth: Authorization, signature: Hex, recover: RecoverSigner = recoverOnThisThread): Promise<Address> {
   // A settle checks one proof twice (the gate's verify, then the facilitator's settle): the
   // second check costs a hash (0.1 ms) and a lookup instead of a recovery (1.75 ms).
   const digest = hashTypedData(transferTypedData(chain, auth));
   const key = `${digest}${signature.toLowerCase()}`;
   const known = recoveredSigners.get(key);
   if (known) return known;
-  const signer = await recoverAddress({ hash: digest, signature });
+  const signer = await recover(digest, signature);
   if (recoveredSigners.size >= RECOVERED_SIGNERS_MAX) recoveredSigners.delete(recoveredSigners.keys().next().value!);
   recoveredSigners.set(key, signer);
   return signer;
@@ -117,6 +124,8 @@ export async function checkAuthorization(input: {
   auth: Authorization;
   signature: string;
   nowSec: number;
+  /** Signer recovery (services.signers.recover); on this thread when absent. */
+  recover?: RecoverSigner;
 }): Promise<AuthorizationCheck> {
   const { chain, payTo, amountBaseUnits, auth, signature, nowSec } = input;
   if (!Object.hasOwn(CHAINS, chain)) return fail('PAYMENT_MALFORMED', `Unknown chain ${String(chain)}.`);
@@ -164,7 +173,7 @@ export async function checkAuthorization(input: {
   const domain = `{name: "${CHAINS[chain].domainName}", version: "${CHAINS[chain].domainVersion}"}`;
   let signer: Address;
   try {
-    signer = await recoverAuthorizationSigner(chain, auth, canonical);
+    signer = await recoverAuthorizationSigner(chain, auth, canonical, input.recover);
   } catch {
     return fail('SIGNER_MISMATCH', `The signature could not be recovered; sign the EIP-712 domain ${domain} on ${chain}.`);
   }
@@ -188,6 +197,7 @@ export async function checkAuthorization(input: {
 export async function checkProof(
   proof: { chain: ChainName; payTo: string; amountBaseUnits: string; authorization: Authorization; signature: Hex },
   nowSec: number,
+  recover?: RecoverSigner,
 ): Promise<{ ok: true; proof: typeof proof } | { ok: false; code: ReasonCode; human: string }> {
   const check = await checkAuthorization({
     chain: proof.chain,
@@ -196,6 +206,7 @@ export async function checkProof(
     auth: proof.authorization,
     signature: proof.signature,
     nowSec,
+    ...(recover ? { recover } : {}),
   });
   if (!check.ok) return check;
   return { ok: true, proof: { ...proof, authorization: check.authorization, signature: check.signature } };

@@ -1,7 +1,8 @@
-import { ulid } from 'ulid';
 import type { Config } from '../config.js';
 import type { Logger } from '../lib/logger.js';
+import type { RecoverSigner } from '../lib/eip3009.js';
 import { ApiError } from '../lib/errors.js';
+import { newUlid } from '../lib/ids.js';
 import { UnconfiguredLiveFacilitator } from './live-facilitator.js';
 import { MockFacilitator } from './mock-facilitator.js';
 import type { Facilitator, FacilitatorHealth } from './types.js';
@@ -18,19 +19,33 @@ export { RemoteFacilitator, type RemoteFacilitatorConfig, type RemoteFacilitator
 export type Facilitators = { test: Facilitator; live: Facilitator };
 
 /** Test mode settles x402 through the mock; live mode through the configured facilitator, never the mock. */
-export function createFacilitators(config: Config, log: Logger): Facilitators {
-  return { test: new MockFacilitator(), live: createLiveFacilitator(config, log) };
+/**
+ * Which of SVC_WEB_CONCURRENCY server processes this is (main.ts, node:cluster): process
+ * `slot` of `of` broadcasts from relayer keys slot, slot + of, slot + 2·of… only, since two
+ * processes sharing a key would race for its nonces.
+ */
+export type ProcessSlot = { slot: number; of: number };
+
+export function createFacilitators(config: Config, log: Logger, recover?: RecoverSigner, processSlot?: ProcessSlot): Facilitators {
+  return { test: new MockFacilitator(recover ? { recover } : {}), live: createLiveFacilitator(config, log, recover, processSlot) };
+}
+
+/** The relayer keys of one server process (all of them outside a cluster). */
+export function relayerKeysOf(keys: `0x${string}`[], processSlot?: ProcessSlot): `0x${string}`[] {
+  if (!processSlot || processSlot.of <= 1) return keys;
+  return keys.filter((_, i) => i % processSlot.of === processSlot.slot);
 }
 
 /** SVC_LIVE_FACILITATOR picks the live strategy; loadConfig has already checked the variables it needs. */
-export function createLiveFacilitator(config: Config, log: Logger): Facilitator {
+export function createLiveFacilitator(config: Config, log: Logger, recover?: RecoverSigner, processSlot?: ProcessSlot): Facilitator {
   const rpcUrl = config.SVC_RPC_URL_BASE;
   if (config.SVC_LIVE_FACILITATOR === 'onchain' && rpcUrl && config.SVC_RELAYER_PRIVATE_KEYS) {
     return new OnchainFacilitator({
       rpcUrl,
-      privateKeys: config.SVC_RELAYER_PRIVATE_KEYS,
+      privateKeys: relayerKeysOf(config.SVC_RELAYER_PRIVATE_KEYS, processSlot),
       chain: 'base',
       log: log.child({ facilitator: 'onchain' }),
+      ...(recover ? { recover } : {}),
       options: config.SVC_RELAYER_MIN_BALANCE_WEI === undefined ? {} : { minRelayerBalanceWei: config.SVC_RELAYER_MIN_BALANCE_WEI },
     });
   }
@@ -40,6 +55,7 @@ export function createLiveFacilitator(config: Config, log: Logger): Facilitator 
       authHeader: config.SVC_FACILITATOR_AUTH_HEADER,
       rpcUrl,
       log: log.child({ facilitator: 'remote' }),
+      ...(recover ? { recover } : {}),
     });
   }
   return new UnconfiguredLiveFacilitator();
@@ -51,7 +67,7 @@ export function facilitatorFor(facilitators: Facilitators, livemode: boolean): F
 
 /** The test-only `mock` rail: nothing to verify, a fresh `mock_<ulid>` reference. */
 export function settleMockRail(): { reference: string } {
-  return { reference: `mock_${ulid().toLowerCase()}` };
+  return { reference: `mock_${newUlid()}` };
 }
 
 /** The `card` rail is a typed stub: settling it is 402 RAIL_NOT_IMPLEMENTED in the settle 402 body shape. */

@@ -6,7 +6,7 @@ import type { ReasonCode } from '@svc/contract';
 import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { CHAINS } from '@svc/contract';
-import { checkProof } from '../lib/eip3009.js';
+import { checkProof, type RecoverSigner } from '../lib/eip3009.js';
 import { authorizationAt, authorizationUsed, chainRead, chainSnapshot, hashesOf, settledOutcome } from './evm-reads.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 
@@ -22,6 +22,8 @@ export type RemoteFacilitatorOptions = {
 };
 
 export type RemoteFacilitatorConfig = {
+  /** Signer recovery for the off-chain checks (services.signers.recover); on the calling thread when absent. */
+  recover?: RecoverSigner;
   /** Base URL of an x402 v2 facilitator (POST /verify, POST /settle, GET /supported). */
   url: string;
   /** One header sent on every call, e.g. { name: 'Authorization', value: 'Bearer x' }. */
@@ -132,7 +134,7 @@ export class RemoteFacilitator implements Facilitator {
     if (proof.chain !== this.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.chain}.` };
     }
-    return checkProof(proof, nowSec);
+    return checkProof(proof, nowSec, this.cfg.recover);
   }
 
   async verify(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {

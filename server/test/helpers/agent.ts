@@ -45,7 +45,8 @@ export async function signPayment(
 
 /** A published test merchant with products; returns its id, slug and the key. */
 export async function publishedMerchant(
-  app: TestApp,
+  /** A TestApp, or anything that makes keys and requests the same way (the benchmark's client). */
+  app: Pick<TestApp, 'key' | 'request'>,
   opts: { key?: TestKey; policy?: Record<string, unknown>; products?: Array<{ sku: string; amount: string; currency?: string; available?: boolean }>; merchant?: Record<string, unknown> } = {},
 ) {
   const key = opts.key ?? (await app.key('test'));

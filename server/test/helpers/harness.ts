@@ -9,7 +9,7 @@ import { ulid } from 'ulid';
 import { SCOPES, type Scope } from '@svc/contract';
 import { buildApp } from '../../src/app.js';
 import { installTransportErrorHandlers } from '../../src/http/transport-errors.js';
-import { createServices } from '../../src/boot.js';
+import { closeServices, createServices } from '../../src/boot.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { DbTarget } from '../../src/db/orm.js';
 import { createApiKey, createProject } from '../../src/modules/accounts/service.js';
@@ -65,6 +65,9 @@ export class TestApp {
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       SVC_MASTER_KEY: randomBytes(32).toString('hex'),
       SVC_DATA_DIR: join(tmpdir(), `svc-test-${ulid()}`),
+      // recovery on the request thread: a worker thread under tsx costs ~1.5 s of CPU per test
+      // file; the pool has its own tests (unit/signer-recovery, production) and spawned servers use it
+      SVC_SIGNER_THREADS: '0',
       ...env,
     });
     const app = new TestApp(target, config, cleanup, opts.log);
@@ -91,7 +94,7 @@ export class TestApp {
   private async shutdown() {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
-    await this.services.orm.close(true);
+    await closeServices(this.services, { force: true });
   }
 
   async stop() {

@@ -8,6 +8,7 @@ import type { MerchantRow } from '../merchants/service.js';
 import { listCatalogItems } from '../catalog/service.js';
 import { activePolicy } from '../policy/service.js';
 import { effectiveRails } from '../receiving/validate.js';
+import type { CachedManifest, MerchantSnapshot } from './cache.js';
 
 const notFound = () => new ApiError('NOT_FOUND', 'No such merchant, or it has not published yet.');
 
@@ -39,25 +40,15 @@ export async function merchantRefByDomain(em: Em, host: string): Promise<string 
 }
 
 /** Rails agents can use: enabled, configured, valid in the mode and allowed by the active policy. */
-export function agentRails(m: MerchantRow, allowed: RailName[] | null): RailName[] {
+export function agentRails(m: Pick<MerchantRow, 'rails' | 'receiving' | 'livemode'>, allowed: RailName[] | null): RailName[] {
   return effectiveRails(m.rails, m.receiving).filter((r) => !(m.livemode && r === 'mock') && (!allowed || allowed.includes(r)));
 }
 
-type CachedManifest = { version: number; body: Manifest; bytes: string; etag: string };
-/** Built manifests by (merchant, prefix), held by the services (services.caches.manifests). */
-export type ManifestCache = Map<string, CachedManifest>;
-const CACHE_MAX = 1000;
-
 /**
- * The manifest, cached per (merchant, prefix) and keyed on the merchant's config_version,
- * which every catalog, receiving and publish write bumps in its own transaction: a
- * request always reads the current version from the database, so no process serves a
- * manifest older than the last committed write.
+ * The manifest of a published merchant as seen under `prefix`, and its ETag (the hash of
+ * the exact bytes res.json sends). Cached by the caller (AgentReadCache).
  */
-export async function manifestFor(cache: ManifestCache, em: Em, m: MerchantRow, prefix: string): Promise<CachedManifest> {
-  const key = `${m.id}|${prefix}`;
-  const hit = cache.get(key);
-  if (hit && hit.version === m.configVersion) return hit;
+export async function buildManifest(em: Em, m: MerchantSnapshot, prefix: string): Promise<CachedManifest> {
   const policyRow = await activePolicy(em, m.id);
   const policy = resolvePolicy(policyRow?.body);
   const rails = agentRails(m, policy.allowedRails);
@@ -94,10 +85,7 @@ export async function manifestFor(cache: ManifestCache, em: Em, m: MerchantRow, 
     }));
   }
   const bytes = JSON.stringify(manifest);
-  const entry = { version: m.configVersion, body: manifest, bytes, etag: `"${createHash('sha256').update(bytes).digest('hex').slice(0, 32)}"` };
-  if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
-  cache.set(key, entry);
-  return entry;
+  return { body: manifest, etag: `"${createHash('sha256').update(bytes).digest('hex').slice(0, 32)}"` };
 }
 
 /** If-None-Match matching per RFC 9110 (list, weak validators, `*`). */

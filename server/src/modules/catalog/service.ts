@@ -60,7 +60,7 @@ export async function createCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
         updatedAt: now,
       });
       await tx.flush();
-      await bumpConfigVersion(tx, m.id, now);
+      await bumpConfigVersion(ctx, tx, m.id, now);
       return item;
     });
   } catch (err) {
@@ -93,7 +93,7 @@ export async function updateCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
     const now = ctx.services.now();
     item.updatedAt = now;
     await tx.flush();
-    await bumpConfigVersion(tx, m.id, now);
+    await bumpConfigVersion(ctx, tx, m.id, now);
     return item;
   });
 }
@@ -107,7 +107,7 @@ export async function deleteCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
     const now = ctx.services.now();
     item.updatedAt = now;
     await tx.flush();
-    await bumpConfigVersion(tx, m.id, now);
+    await bumpConfigVersion(ctx, tx, m.id, now);
   });
 }
 

@@ -168,15 +168,21 @@ export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: strin
     }
     if (body.trusted_svc_jwks_url !== undefined) m.trustedSvcJwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, m.livemode) ?? null;
     if (configChanged) m.configVersion += 1;
+    ctx.services.caches.agent.invalidateOnCommit(tx, m.id);
     m.updatedAt = ctx.services.now();
     await tx.flush();
     return m;
   });
 }
 
-/** Manifest cache invalidation hook: every catalog, receiving and publish write calls this in its transaction. */
-export async function bumpConfigVersion(em: Em, merchantId: string, now: Date): Promise<void> {
-  await incrementConfigVersion(em, merchantId, now);
+/**
+ * Every catalog and publish write calls this in its transaction: a new config_version, and
+ * this process's agent cache dropped at commit (other processes hear the triggers' NOTIFY;
+ * modules/agent/cache.ts).
+ */
+export async function bumpConfigVersion(ctx: Ctx, tx: Em, merchantId: string, now: Date): Promise<void> {
+  await incrementConfigVersion(tx, merchantId, now);
+  ctx.services.caches.agent.invalidateOnCommit(tx, merchantId);
 }
 
 export async function merchantJwks(em: Em, id: string) {
@@ -196,6 +202,7 @@ export async function putReceiving(ctx: Ctx & { auth: AuthContext }, input: unkn
     const m = await lockMerchantRow(tx, await resolveMerchant(tx, ctx.auth, merchantId));
     m.receiving = normalizeReceiving(input, m.livemode);
     m.configVersion += 1;
+    ctx.services.caches.agent.invalidateOnCommit(tx, m.id);
     m.updatedAt = ctx.services.now();
     await tx.flush();
     return { receiving: m.receiving };

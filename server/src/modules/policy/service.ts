@@ -165,7 +165,7 @@ export async function publishConfig(ctx: Ctx & { auth: AuthContext }, merchantId
     const now = ctx.services.now();
     if (newest && !newest.active) await activatePolicyVersion(tx, m.id, newest.id, now);
     await markMerchantPublished(tx, m.id, now);
-    await bumpConfigVersion(tx, m.id, now);
+    await bumpConfigVersion(ctx, tx, m.id, now);
     return { published: true as const, ok: true as const, active_policy_version: newest?.version ?? 0 };
   });
 }

@@ -14,7 +14,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import type { Logger } from '../../lib/logger.js';
 import { CHAINS } from '@svc/contract';
-import { checkProof } from '../../lib/eip3009.js';
+import { checkProof, type RecoverSigner } from '../../lib/eip3009.js';
 import {
   USDC_ABI,
   authorizationUsed,
@@ -64,6 +64,8 @@ export type OnchainFacilitatorOptions = {
 };
 
 export type OnchainFacilitatorConfig = {
+  /** Signer recovery for the off-chain checks (services.signers.recover); on the calling thread when absent. */
+  recover?: RecoverSigner;
   rpcUrl: string;
   privateKeys: Hex[];
   chain: 'base';
@@ -149,7 +151,7 @@ export class OnchainFacilitator implements Facilitator {
     if (proof.chain !== this.cfg.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.cfg.chain}.` };
     }
-    const check = await checkProof(proof, nowSec);
+    const check = await checkProof(proof, nowSec, this.cfg.recover);
     if (!check.ok) return check;
     const p: PaymentProof = check.proof;
     const [used, balance] = await Promise.all([authorizationUsed(this.client, this.token, p), usdcBalance(this.client, this.token, p.authorization.from)]);
@@ -173,7 +175,7 @@ export class OnchainFacilitator implements Facilitator {
     // The off-chain checks again (the proof may have aged; it comes back canonical), but not
     // verify's chain reads: the gas estimate below is the simulation on chain, and a used nonce,
     // a short balance or a bad signature reverts it with the same codes.
-    const check = await checkProof(proof, opts.nowSec);
+    const check = await checkProof(proof, opts.nowSec, this.cfg.recover);
     if (!check.ok) return { status: 'failed', code: check.code, human: check.human };
     const p = check.proof;
     const relayer = pickRelayer(this.relayers, this.turn++);

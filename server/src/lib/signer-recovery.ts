@@ -1,0 +1,118 @@
+import { availableParallelism } from 'node:os';
+import { createRequire } from 'node:module';
+import { extname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Piscina } from 'piscina';
+import type { Address } from 'viem';
+import { recoverOnThisThread, type RecoverSigner } from './eip3009.js';
+import type { Logger } from './logger.js';
+
+/**
+ * Threads a process gives signer recovery when SVC_SIGNER_THREADS is unset: its share of the
+ * machine's cores (SVC_WEB_CONCURRENCY processes share them), at least one.
+ */
+export function defaultSignerThreads(webConcurrency: number, cores = availableParallelism()): number {
+  return Math.max(1, Math.floor(cores / webConcurrency));
+}
+
+/**
+ * A fixed signature (key 0x55…55) the first thread recovers before the pool takes any real
+ * work: it proves the worker loads and answers what this thread answers.
+ */
+const WARM_UP = {
+  digest: '0xa60bb8e29f4774d774c7e84f1d58d72c51d667233797e875f27040b892122138',
+  signature:
+    '0x4ade766523637d197f6c88f82e5effba288368a4c4f4cf06415d45df444b0bf43e5a48671d3244a3b8ff8fb66efdf5957acbe38ffbca9fa0b606dda91e6e05191c',
+  signer: '0xe1fAE9b4fAB2F5726677ECfA912d96b0B683e6a9',
+} as const;
+
+const IDLE_MS = 30_000;
+
+/**
+ * Signer recovery off the request thread (services.signers): a piscina pool of worker threads
+ * running viem's recovery (signer-recovery.worker.ts). Nothing starts with the server: the
+ * first recovery starts the pool, and until its first thread has answered the warm-up (a
+ * thread under tsx takes 1-2 s to load) recoveries run on the calling thread, so no request
+ * waits for a thread to boot. A pool that fails to start is logged once and recovery stays on
+ * this thread. `threads: 0` never starts one. One per process, closed on shutdown (closeServices).
+ */
+export class SignerRecovery {
+  private pool: Piscina | null = null;
+  private ready = false;
+  private closed = false;
+  private warming: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly threads: number,
+    private readonly log?: Logger,
+  ) {}
+
+  readonly recover: RecoverSigner = (digest, signature) => {
+    if (this.threads === 0 || this.closed) return recoverOnThisThread(digest, signature);
+    if (!this.pool) this.start();
+    if (!this.ready) return recoverOnThisThread(digest, signature);
+    return this.pool!.run({ digest, signature }) as Promise<Address>;
+  };
+
+  /** Resolves once the pool takes work (or has failed and stays off); for tests and benchmarks. */
+  whenReady(): Promise<void> {
+    if (this.threads > 0 && !this.pool && !this.closed) this.start();
+    return this.warming;
+  }
+
+  /** Worker threads running now (0 before the first recovery and after close). */
+  get runningThreads(): number {
+    return this.pool?.threads.length ?? 0;
+  }
+
+  /** Recoveries the threads have answered (the warm-up included). */
+  get recoveredInThreads(): number {
+    return this.pool?.completed ?? 0;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.ready = false;
+    const pool = this.pool;
+    this.pool = null;
+    await pool?.close({ force: true });
+    await this.warming;
+  }
+
+  private start() {
+    const pool = createPool(this.threads);
+    this.pool = pool;
+    this.warming = (pool.run({ digest: WARM_UP.digest, signature: WARM_UP.signature }) as Promise<Address>)
+      .then((signer) => {
+        if (signer !== WARM_UP.signer) throw new Error(`the worker recovered ${signer}, expected ${WARM_UP.signer}`);
+        if (!this.closed) this.ready = true;
+      })
+      .catch((err: unknown) => {
+        if (this.closed) return;
+        // Off for good: recovery on the request thread is slower, never wrong.
+        this.closed = true;
+        this.pool = null;
+        void pool.close({ force: true }).catch(() => undefined);
+        this.log?.warn({ err: err instanceof Error ? err.message : String(err) }, 'signer recovery threads did not start; recovering on the request thread');
+      });
+  }
+}
+
+function createPool(threads: number): Piscina {
+  // From the TypeScript sources (tsx, vitest) the worker is the .ts file and needs tsx's loader
+  // in the thread; from server/dist it is the compiled .js and plain node runs it.
+  const ext = extname(fileURLToPath(import.meta.url));
+  const filename = fileURLToPath(new URL(`./signer-recovery.worker${ext}`, import.meta.url));
+  const execArgv = ext === '.ts' && !process.execArgv.some((a) => a.includes('tsx')) ? [...process.execArgv, '--import', tsxLoader()] : undefined;
+  return new Piscina({
+    filename,
+    minThreads: 1,
+    maxThreads: threads,
+    idleTimeout: IDLE_MS,
+    ...(execArgv ? { execArgv } : {}),
+  });
+}
+
+function tsxLoader(): string {
+  return pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+}
