@@ -39,18 +39,22 @@ export async function countQueries(orm: Orm): Promise<QueryCounter> {
 
   if (native instanceof pg.Pool) {
     const pool = native;
-    const ours = new WeakSet<pg.PoolClient>();
-    const onAcquire = (client: pg.PoolClient) => ours.add(client);
-    pool.on('acquire', onAcquire);
-    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-    const original = proto.query;
-    proto.query = function (this: pg.PoolClient, ...args: unknown[]) {
-      if (ours.has(this)) note(args[0]);
-      return original.apply(this, args);
+    // Each lent client's own `query` is wrapped (db/sql.ts gives every connection its own
+    // `query`, for named prepared statements), and restored when counting stops.
+    const wrapped = new Map<pg.PoolClient, pg.PoolClient['query']>();
+    const onAcquire = (client: pg.PoolClient) => {
+      if (wrapped.has(client)) return;
+      const own = client.query;
+      wrapped.set(client, own);
+      client.query = function (this: pg.PoolClient, ...args: unknown[]) {
+        note(args[0]);
+        return (own as (...a: unknown[]) => unknown).apply(client, args);
+      } as pg.PoolClient['query'];
     };
+    pool.on('acquire', onAcquire);
     stop = () => {
-      proto.query = original;
       pool.off('acquire', onAcquire);
+      for (const [client, own] of wrapped) client.query = own;
     };
   } else {
     const db = native as PgliteInstance;
