@@ -30,7 +30,8 @@ const Ctx = createContext<Workspace | null>(null);
 export function WorkspaceProvider({ mode, merchantId, children }: { mode: Mode; merchantId: string | null; children: ReactNode }) {
   const api = useMemo(() => apiClient(mode), [mode]);
   const merchants = useQuery({ queryKey: [mode, 'merchants'], queryFn: () => listMerchants(api) });
-  const list = merchants.data ?? [];
+  // one array per answer, so the workspace below is rebuilt only when the merchants change
+  const list = useMemo(() => merchants.data ?? [], [merchants.data]);
   const merchant = list.find((m) => m.id === merchantId) ?? list.find((m) => m.is_default) ?? list[0] ?? null;
   const value = useMemo<Workspace>(
     () => ({

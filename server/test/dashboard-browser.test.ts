@@ -329,6 +329,7 @@ describe('the merchant dashboard in Chromium', () => {
       await p.goto(`/dashboard/test/${section}`);
       await p.getByRole('heading', { level: 1 }).waitFor();
       await p.waitForLoadState('networkidle');
+      await shot(p, `16-phone-${section || 'overview'}`);
       const { nodes } = (await cdp.send('Accessibility.getFullAXTree')) as { nodes: Array<{ ignored: boolean; role?: { value: string }; name?: { value: string } }> };
       const unnamed = nodes.filter((n) => !n.ignored && interactive.has(n.role?.value ?? '') && !(n.name?.value ?? '').trim()).map((n) => n.role?.value);
       expect(unnamed, `unnamed controls on /${section}`).toEqual([]);

@@ -99,7 +99,9 @@ export function HoldPage() {
                 </Group>
                 <Text>Total: {money(s.total)}</Text>
                 <Text>Items: {s.lines.map((l) => `${l.qty} × ${l.name}`).join(', ')}</Text>
-                <Text>Why it was held: {s.verdict?.reasonCodes.join(', ') || '—'}</Text>
+                <Text>
+                  {s.state === 'held' ? 'Why it was held' : 'Gate reasons'}: {s.verdict?.reasonCodes.join(', ') || '—'}
+                </Text>
                 <Text>Trust tier: {s.verdict?.tier ?? '—'}</Text>
                 <Text>
                   Agent: {s.agentId}
