@@ -37,24 +37,26 @@ export function MerchantsPage() {
       <Text size="sm" c="dimmed">
         Storefronts of this project in {ws.mode} mode. The first one is the default; pick the one you work on in the header.
       </Text>
-      <Table aria-label="Merchants">
-        <TableHead cols={['Name', 'Slug', 'Domain', 'Rails', 'Created']} />
-        <Table.Tbody>
-          {ws.merchants.map((m) => (
-            <Table.Tr key={m.id} data-testid="merchant-row">
-              <Table.Td>
-                {m.name} {m.is_default && <Badge variant="light">default</Badge>}
-              </Table.Td>
-              <Table.Td>
-                <Code>{m.slug}</Code>
-              </Table.Td>
-              <Table.Td>{m.domain}</Table.Td>
-              <Table.Td>{m.rails.join(', ')}</Table.Td>
-              <Table.Td>{when(m.created_at)}</Table.Td>
-            </Table.Tr>
-          ))}
-        </Table.Tbody>
-      </Table>
+      <Table.ScrollContainer minWidth={560}>
+        <Table aria-label="Merchants">
+          <TableHead cols={['Name', 'Slug', 'Domain', 'Rails', 'Created']} />
+          <Table.Tbody>
+            {ws.merchants.map((m) => (
+              <Table.Tr key={m.id} data-testid="merchant-row">
+                <Table.Td>
+                  {m.name} {m.is_default && <Badge variant="light">default</Badge>}
+                </Table.Td>
+                <Table.Td>
+                  <Code>{m.slug}</Code>
+                </Table.Td>
+                <Table.Td>{m.domain}</Table.Td>
+                <Table.Td>{m.rails.join(', ')}</Table.Td>
+                <Table.Td>{when(m.created_at)}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Table.ScrollContainer>
       {ws.merchants.length === 0 && <Text c="dimmed">No merchants in {ws.mode} mode yet.</Text>}
       <ModalForm opened={creating} onClose={() => setCreating(false)} title={`Create a ${ws.mode} merchant`} action={create} submitLabel="Create merchant">
         <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} />

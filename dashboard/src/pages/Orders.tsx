@@ -193,27 +193,29 @@ export function OrderPage() {
                   </Stack>
                 </Paper>
               </SimpleGrid>
-              <Table aria-label="Items">
-                <TableHead cols={['Item', 'Qty', 'Unit price', 'Line total']} />
-                <Table.Tbody>
-                  {s.lines.map((l) => (
-                    <Table.Tr key={l.sku}>
-                      <Table.Td>
-                        {l.name} <Code>{l.sku}</Code>
-                      </Table.Td>
-                      <Table.Td>{l.qty}</Table.Td>
-                      <Table.Td>{l.unitPrice}</Table.Td>
-                      <Table.Td>{l.lineTotal}</Table.Td>
+              <Table.ScrollContainer minWidth={560}>
+                <Table aria-label="Items">
+                  <TableHead cols={['Item', 'Qty', 'Unit price', 'Line total']} />
+                  <Table.Tbody>
+                    {s.lines.map((l) => (
+                      <Table.Tr key={l.sku}>
+                        <Table.Td>
+                          {l.name} <Code>{l.sku}</Code>
+                        </Table.Td>
+                        <Table.Td>{l.qty}</Table.Td>
+                        <Table.Td>{l.unitPrice}</Table.Td>
+                        <Table.Td>{l.lineTotal}</Table.Td>
+                      </Table.Tr>
+                    ))}
+                  </Table.Tbody>
+                  <Table.Tfoot>
+                    <Table.Tr>
+                      <Table.Th colSpan={3}>Total</Table.Th>
+                      <Table.Th>{money(s.total)}</Table.Th>
                     </Table.Tr>
-                  ))}
-                </Table.Tbody>
-                <Table.Tfoot>
-                  <Table.Tr>
-                    <Table.Th colSpan={3}>Total</Table.Th>
-                    <Table.Th>{money(s.total)}</Table.Th>
-                  </Table.Tr>
-                </Table.Tfoot>
-              </Table>
+                  </Table.Tfoot>
+                </Table>
+              </Table.ScrollContainer>
               {s.state === 'held' && (
                 <Button component={Link} to={ws.to(`holds/${s.id}`)} w="fit-content">
                   Review this hold

@@ -118,19 +118,21 @@ export function PolicyPage() {
       <Loaded q={versions}>
         {() => (
           <Stack>
-            <Table aria-label="Policy versions">
-              <TableHead cols={['Version', 'Status', 'Note', 'Created']} />
-              <Table.Tbody>
-                {list.map((v) => (
-                  <Table.Tr key={v.id} data-testid="policy-version">
-                    <Table.Td>{v.version}</Table.Td>
-                    <Table.Td>{v.active ? <Badge color="teal">active</Badge> : <Badge color="gray">inactive</Badge>}</Table.Td>
-                    <Table.Td>{v.note ?? ''}</Table.Td>
-                    <Table.Td>{when(v.created_at)}</Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
+            <Table.ScrollContainer minWidth={560}>
+              <Table aria-label="Policy versions">
+                <TableHead cols={['Version', 'Status', 'Note', 'Created']} />
+                <Table.Tbody>
+                  {list.map((v) => (
+                    <Table.Tr key={v.id} data-testid="policy-version">
+                      <Table.Td>{v.version}</Table.Td>
+                      <Table.Td>{v.active ? <Badge color="teal">active</Badge> : <Badge color="gray">inactive</Badge>}</Table.Td>
+                      <Table.Td>{v.note ?? ''}</Table.Td>
+                      <Table.Td>{when(v.created_at)}</Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            </Table.ScrollContainer>
             {list.length === 0 && <Text c="dimmed">No versions yet.</Text>}
             {list.length >= 2 && (
               <Stack>

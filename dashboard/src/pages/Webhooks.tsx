@@ -149,20 +149,22 @@ function Events() {
       <Loaded q={events}>
         {(page) => (
           <Stack>
-            <Table aria-label="Events">
-              <TableHead cols={['Event', 'Type', 'Created']} />
-              <Table.Tbody>
-                {page.data.map((e) => (
-                  <Table.Tr key={e.id} data-testid="event-row">
-                    <Table.Td>
-                      <RouterAnchor to={ws.to(`webhooks/events/${e.id}`)}>{e.id}</RouterAnchor>
-                    </Table.Td>
-                    <Table.Td>{e.type}</Table.Td>
-                    <Table.Td>{when(e.created)}</Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
+            <Table.ScrollContainer minWidth={560}>
+              <Table aria-label="Events">
+                <TableHead cols={['Event', 'Type', 'Created']} />
+                <Table.Tbody>
+                  {page.data.map((e) => (
+                    <Table.Tr key={e.id} data-testid="event-row">
+                      <Table.Td>
+                        <RouterAnchor to={ws.to(`webhooks/events/${e.id}`)}>{e.id}</RouterAnchor>
+                      </Table.Td>
+                      <Table.Td>{e.type}</Table.Td>
+                      <Table.Td>{when(e.created)}</Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            </Table.ScrollContainer>
             {page.data.length === 0 && <Text c="dimmed">No events yet.</Text>}
             <Pager page={pager.page} hasMore={page.has_more} nextCursor={page.next_cursor} onNext={pager.next} onPrev={pager.prev} />
           </Stack>
