@@ -223,7 +223,9 @@ function treeRss(root: number): Rss {
 /** Runs a TypeScript entry point under this Node with tsx's loader, so the pid is the program's own. */
 async function spawnTs(script: string, env: Record<string, string>, readyUrl: (port: number) => string): Promise<{ child: ChildProcess; port: number; stop: () => Promise<void> }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  // BENCH_PROFILE=<dir>: the spawned server writes a V8 CPU profile there when it exits (SIGTERM)
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (b) => (stderr = (stderr + b).slice(-4000)));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
@@ -32,7 +33,20 @@ import { ANVIL_DEV_KEY, startAnvil, USDC_BASE, type Anvil } from '../test/helper
 
 /** One paid request: the wall time from its first byte out to the final answer, and whether that answer was 200. */
 type Sample = { ms: number; ok: boolean; status: number };
-export type CellResult = { n: number; ok: number; failed: number; statuses: Record<string, number>; seconds: number; perSec: number; p50: number; p99: number; samples: Sample[] };
+export type CellResult = {
+  n: number;
+  ok: number;
+  failed: number;
+  statuses: Record<string, number>;
+  seconds: number;
+  perSec: number;
+  p50: number;
+  p99: number;
+  samples: Sample[];
+  /** CPU time of this process (server, buyers, reference: all in it) and of the anvil node during the cell, in ms. */
+  cpuMs: number;
+  anvilCpuMs: number;
+};
 
 export type LiveBenchOptions = {
   /** Concurrent buyers per cell. Default [1, 4, 16]. */
@@ -56,7 +70,7 @@ const REQUEST_TIMEOUT_MS = 30_000;
 const silent = createLogger('silent');
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN);
 
-function summarize(samples: Sample[], seconds: number): CellResult {
+function summarize(samples: Sample[], seconds: number, cpuMs = 0, anvilCpuMs = 0): CellResult {
   const okMs = samples.filter((s) => s.ok).map((s) => s.ms).sort((a, b) => a - b);
   const statuses: Record<string, number> = {};
   for (const s of samples) if (!s.ok) statuses[String(s.status)] = (statuses[String(s.status)] ?? 0) + 1;
@@ -70,16 +84,34 @@ function summarize(samples: Sample[], seconds: number): CellResult {
     p50: pct(okMs, 50),
     p99: pct(okMs, 99),
     samples,
+    cpuMs,
+    anvilCpuMs,
   };
 }
 
 /** Two runs of one cell as one: every sample, and the time of both runs. */
-const merge = (a: CellResult, b: CellResult) => summarize([...a.samples, ...b.samples], a.seconds + b.seconds);
+const merge = (a: CellResult, b: CellResult) => summarize([...a.samples, ...b.samples], a.seconds + b.seconds, a.cpuMs + b.cpuMs, a.anvilCpuMs + b.anvilCpuMs);
+
+/** The anvil node whose CPU time the cells read (one at a time). */
+let anvilPid: number | null = null;
+/** utime + stime of a process in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+function processCpuMs(pid: number | null): number {
+  if (pid === null) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
 
 /** `buyers` loops run at once, each doing its share of `n` requests one after another; returns the cell's figures. */
 async function runCell(n: number, buyers: number, one: (buyer: number, i: number) => Promise<{ ok: boolean; status: number }>): Promise<CellResult> {
   const samples: Sample[] = [];
   const started = performance.now();
+  const cpu0 = process.cpuUsage();
+  const anvil0 = processCpuMs(anvilPid);
   await Promise.all(
     Array.from({ length: buyers }, async (_, b) => {
       for (let i = b; i < n; i += buyers) {
@@ -94,7 +126,8 @@ async function runCell(n: number, buyers: number, one: (buyer: number, i: number
       }
     }),
   );
-  return summarize(samples, (performance.now() - started) / 1000);
+  const cpu = process.cpuUsage(cpu0);
+  return summarize(samples, (performance.now() - started) / 1000, (cpu.user + cpu.system) / 1000, processCpuMs(anvilPid) - anvil0);
 }
 
 const timedFetch: typeof fetch = (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
@@ -282,7 +315,7 @@ const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b
 type Row = { mode: string; relayers: number; buyers: number; ours: CellResult; ref: CellResult };
 
 function table(rows: Row[]): string {
-  const head = ['chain', 'relayers', 'buyers', 'n', 'ours/s', 'ref/s', 'ratio', 'ours p50', 'ref p50', 'ratio', 'ours p99', 'ref p99', 'ratio', 'ours failed', 'ref failed'];
+  const head = ['chain', 'relayers', 'buyers', 'n', 'ours/s', 'ref/s', 'ratio', 'ours p50', 'ref p50', 'ratio', 'ours p99', 'ref p99', 'ratio', 'ours failed', 'ref failed', 'cpu ms/req ours', 'ref', 'anvil ours', 'ref'];
   const body = rows.map((r) => [
     r.mode,
     String(r.relayers),
@@ -299,12 +332,17 @@ function table(rows: Row[]): string {
     ratio(r.ours.p99, r.ref.p99),
     failures(r.ours),
     failures(r.ref),
+    perReq(r.ours.cpuMs, r.ours),
+    perReq(r.ref.cpuMs, r.ref),
+    perReq(r.ours.anvilCpuMs, r.ours),
+    perReq(r.ref.anvilCpuMs, r.ref),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
   const line = (cells: string[]) => '  ' + cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
   return [line(head), ...body.map(line)].join('\n');
 }
 
+const perReq = (cpuMs: number, c: CellResult) => (c.n ? (cpuMs / c.n).toFixed(1) : '-');
 const failures = (c: CellResult) => (c.failed === 0 ? '0' : `${c.failed} (${Object.entries(c.statuses).map(([s, k]) => `${s === '0' ? 'error' : s}x${k}`).join(' ')})`);
 
 /**
@@ -354,6 +392,7 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
     for (const blockTime of blockTimes) {
       const mode = blockTime === 0 ? 'automine' : `block ${blockTime}s`;
       anvil = await startAnvil(blockTime === 0 ? {} : { blockTime });
+      anvilPid = anvil.pid;
       const ourPayTo = privateKeyToAccount(generatePrivateKey()).address;
       const refPayTo = privateKeyToAccount(generatePrivateKey()).address;
       const shop = await publishShop(url, liveKey.secret, 'base', ourPayTo);
@@ -366,7 +405,7 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
       await fund(
         anvil,
         accounts.flatMap((a) => [...a.ours, ...a.ref].map((x) => x.address)),
-        1_000_000n,
+        100_000_000n,
       );
 
       for (const relayers of relayerCounts) {
@@ -377,6 +416,8 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
         const ours = createLiveFacilitator(
           loadConfig({ ...env, SVC_LIVE_FACILITATOR: 'onchain', SVC_RPC_URL_BASE: anvil.rpcUrl, SVC_RELAYER_PRIVATE_KEYS: ourKeys.join(',') }),
           silent,
+          // signer recovery on the server's worker threads, as boot.ts wires it
+          services.signers.recover,
         );
         if (ours.name !== 'onchain') throw new Error(`expected the onchain facilitator, got ${ours.name}`);
         services.facilitators.live = ours;
@@ -412,7 +453,7 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
     lines.push(
       `live (anvil, chain 8453; ours = checkout + settle through the engine and the onchain relayer facilitator; ref = @x402/express + x402Facilitator + @x402/fetch; ` +
         `settles/s counts 200s; p50/p99 in ms over the 200s, each from the buyer's first request to its answer; ratio = ours / ref in the same cell, ` +
-        `so above 1 is better for settles/s and worse for latency; failed = answers other than 200):`,
+        `so above 1 is better for settles/s and worse for latency; failed = answers other than 200; cpu ms/req = CPU time per paid request of this process (server, buyers and reference all run in it) and of anvil):`,
     );
     lines.push(table(rows));
     if (refReasons.size) lines.push(`  ref settle failures by reason: ${[...refReasons].map(([why, k]) => `${k}x ${why}`).join('; ')}`);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BroadcastRecord } from '../src/rails/types.js';
 import { OnchainFacilitator, type OnchainFacilitatorOptions } from '../src/rails/onchain/facilitator.js';
 import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
-import { ANVIL_DEV_KEY, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
+import { ANVIL_DEV_KEY, countingRpcProxy, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { brokenChecksum, highS, nowSec, parityV, recorder, signedProof, silentLog } from './helpers/payments.js';
 
 const ETH = 10n ** 18n;
@@ -99,6 +99,54 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     }
     expect(await anvil.usdcBalance(payer.address)).toBe(4n * USDC);
     expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+  });
+
+  it('verify is one chain read (the gas estimate simulates the transfer) and the settle right after it reuses that estimate', async () => {
+    const rpc = await countingRpcProxy(anvil.rpcUrl);
+    const fac = new OnchainFacilitator({ rpcUrl: rpc.url, privateKeys: keys.slice(1, 2), chain: 'base', log: silentLog(), options: { pollMs: 100 } });
+    try {
+      const payer = await fundedPayer(anvil, 10n * USDC);
+      const verified = await signedProof(payer, payTo(), USDC);
+      // warm the relayer's nonce counter and the fee estimate, so the counts below are per settle
+      expect((await fac.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast })).status).toBe('settled');
+
+      rpc.reset();
+      expect(await fac.verify(verified, nowSec())).toMatchObject({ ok: true });
+      expect(Object.fromEntries(rpc.counts)).toEqual({ eth_estimateGas: 1 });
+
+      rpc.reset();
+      expect(await fac.settle(verified, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
+      expect(rpc.counts.get('eth_estimateGas') ?? 0).toBe(0);
+      expect(rpc.counts.get('eth_sendRawTransaction')).toBe(1);
+
+      // without a verify just before, the settle simulates on its own
+      rpc.reset();
+      expect(await fac.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
+      expect(rpc.counts.get('eth_estimateGas')).toBe(1);
+
+      // a short balance is refused by that one simulation, and the refusal says what the payer holds
+      const poor = await fundedPayer(anvil, USDC / 2n);
+      const refused = await fac.verify(await signedProof(poor, payTo(), USDC), nowSec());
+      expect(refused).toMatchObject({ ok: false, code: 'INSUFFICIENT_FUNDS' });
+      expect(refused.ok ? '' : refused.human).toContain(`holds ${USDC / 2n} base units`);
+    } finally {
+      await fac.close();
+      await rpc.close();
+    }
+  });
+
+  it('a new broadcast is looked at right away, not a poll interval later', async () => {
+    // with a one-minute poll, only the early looks can see the mined transfer within the settle's 5 s
+    const fac = facilitatorOn(anvil, keys.slice(2, 3), { pollMs: 60_000 });
+    try {
+      const payer = await fundedPayer(anvil, 10n * USDC);
+      for (let i = 0; i < 3; i++) {
+        const out = await fac.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: 5_000, recordBroadcast: recorder().recordBroadcast });
+        expect(out.status).toBe('settled');
+      }
+    } finally {
+      await fac.close();
+    }
   });
 
   it('mock parity: v=0/1, high-s and a broken-checksum from are canonicalized, and the canonical form settles on chain', async () => {

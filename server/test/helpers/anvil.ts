@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import {
@@ -31,6 +33,8 @@ export type AnvilOptions = {
 
 export type Anvil = {
   rpcUrl: string;
+  /** The node's process id (its CPU time is in /proc/<pid>/stat). */
+  pid: number;
   port: number;
   client: PublicClient;
   rpc: <T = unknown>(method: string, params?: unknown[]) => Promise<T>;
@@ -132,6 +136,7 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
 
   return {
     rpcUrl: url,
+    pid: proc.pid!,
     port,
     client,
     rpc,
@@ -152,5 +157,47 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
         setTimeout(() => proc.kill('SIGKILL'), 2000).unref();
       });
     },
+  };
+}
+
+/** A JSON-RPC proxy in front of a node that counts the methods it forwards (batches included). */
+export type RpcCounter = { url: string; counts: Map<string, number>; total: () => number; reset: () => void; close: () => Promise<void> };
+
+export async function countingRpcProxy(targetUrl: string): Promise<RpcCounter> {
+  const counts = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      try {
+        const parsed = JSON.parse(body) as { method?: string } | Array<{ method?: string }>;
+        for (const call of Array.isArray(parsed) ? parsed : [parsed]) counts.set(call.method ?? '?', (counts.get(call.method ?? '?') ?? 0) + 1);
+      } catch {
+        counts.set('(unparsable)', (counts.get('(unparsable)') ?? 0) + 1);
+      }
+      fetch(targetUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+        .then(async (r) => {
+          res.writeHead(r.status, { 'content-type': 'application/json' });
+          res.end(await r.text());
+        })
+        .catch(() => {
+          res.writeHead(502);
+          res.end();
+        });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    counts,
+    total: () => [...counts.values()].reduce((a, b) => a + b, 0),
+    reset: () => counts.clear(),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

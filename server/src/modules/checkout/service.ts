@@ -7,11 +7,11 @@ import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { cartTotals, lineTotal, toBaseUnits } from '../../lib/money.js';
 import { agentRails } from '../agent/discovery.js';
-import { CatalogItemEntity } from '../catalog/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
-import { activePolicy, railSettles } from '../policy/service.js';
+import { railSettles } from '../policy/service.js';
 import { CheckoutSessionEntity, totalOf, type SessionLine, type SessionRow } from './entity.js';
-import { consumeRateLimit } from './rate-limit.js';
+import { enforceRateLimit, rateLimitWindow } from './rate-limit.js';
+import { insertSession, readCheckoutInputs, type NewSession } from './store.js';
 
 const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
@@ -24,7 +24,7 @@ export function settleCall(prefix: string, sessionId: string, rail: RailName): s
 }
 export const pollCall = (prefix: string, sessionId: string) => `GET ${prefix}/agent/checkout/${sessionId}`;
 
-export function paymentRequiredOf(s: SessionRow): PaymentRequired {
+export function paymentRequiredOf(s: Pick<SessionRow, 'expiresAt' | 'rail' | 'chain' | 'payTo' | 'total' | 'currency' | 'amountBaseUnits'>): PaymentRequired {
   const validUntil = unix(s.expiresAt);
   if (s.rail === 'x402' && s.chain) {
     const chain = CHAINS[s.chain];
@@ -82,10 +82,14 @@ export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, i
     const replay = await findIdempotentCreate(em, body.agent_id, body.idempotency_key, requestHash);
     if (replay) return replay;
   }
-  await consumeRateLimit(em, `checkout:${m.id}:${body.agent_id}`, ctx.services.config.SVC_CHECKOUT_RATE_PER_MINUTE, ctx.services.now());
-
+  // The rate limit's hit, the cart's catalog rows and the active policy: one statement.
   const skus = body.items.map((i) => i.sku);
-  const products = await em.find(CatalogItemEntity, { merchantId: m.id, sku: { $in: skus } });
+  const hitAt = ctx.services.now();
+  const windowStart = rateLimitWindow(hitAt);
+  const inputs = await readCheckoutInputs(em, m.id, skus, `checkout:${m.id}:${body.agent_id}`, windowStart);
+  await enforceRateLimit(em, inputs.hits, ctx.services.config.SVC_CHECKOUT_RATE_PER_MINUTE, windowStart, hitAt);
+
+  const products = inputs.items;
   const bySku = new Map(products.map((p) => [p.sku, p]));
   const unknown = skus.filter((s) => !bySku.has(s));
   if (unknown.length) throw new ApiError('SKU_UNKNOWN', `Unknown SKU(s): ${unknown.join(', ')}.`);
@@ -97,8 +101,7 @@ export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, i
   }
   const currency = currencies[0]!;
 
-  const policyRow = await activePolicy(em, m.id);
-  const policy = resolvePolicy(policyRow?.body);
+  const policy = resolvePolicy(inputs.policy?.body);
   const rail = chooseRail(m, policy.allowedRails, body.rail);
   if (!railSettles(rail, currency)) {
     throw new ApiError('CURRENCY_UNSUPPORTED', `A ${currency} cart cannot be paid over ${rail}${rail === 'x402' ? ' (USDC settles USD only)' : ''}.`);
@@ -113,7 +116,7 @@ export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, i
   const expiresAt = new Date(now.getTime() + ctx.services.config.SVC_SESSION_TTL_SECONDS * 1000);
   const x402 = rail === 'x402' ? m.receiving.x402 : undefined;
   const id = newId('sess');
-  const session = em.create(CheckoutSessionEntity, {
+  const session: NewSession = {
     id,
     merchantId: m.id,
     livemode: m.livemode,
@@ -135,9 +138,10 @@ export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, i
     pathPrefix: prefix,
     idempotencyKey: body.idempotency_key ?? null,
     requestHash,
+    createResponse: null,
     createdAt: now,
     expiresAt,
-  });
+  };
   const response: CheckoutCreated = {
     session_id: id,
     state: 'awaiting_payment',
@@ -149,11 +153,10 @@ export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, i
   };
   session.createResponse = JSON.stringify(response);
   try {
-    await em.flush();
+    await insertSession(em, session);
   } catch (err) {
     // Two concurrent creates with one idempotency key: the unique index let one win; replay it.
     if (err instanceof UniqueConstraintViolationException && body.idempotency_key) {
-      em.clear();
       const replay = await findIdempotentCreate(em, body.agent_id, body.idempotency_key, requestHash);
       if (replay) return replay;
     }

@@ -217,7 +217,7 @@ async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: Set
     throw err;
   }
   if (phase1.kind === 'done') return phase1.result;
-  return settleResultOf(await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator), s);
+  return settleResultOf(await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator, m), s);
 }
 
 function settleResultOf(outcome: AttemptOutcome, s: Pick<SessionRow, 'pathPrefix' | 'id'>): SettleResult {
@@ -465,7 +465,7 @@ export async function resolveHold(ctx: Ctx, m: MerchantRow, sessionId: string, a
   // The expired hold was rejected and committed above; approving it is now a conflict.
   if (phase1.kind === 'expired') throw new ApiError('SESSION_NOT_HELD', 'The 24 h review window has passed; the session was rejected.');
   if (phase1.kind === 'done') return phase1.resolution;
-  const outcome = await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator);
+  const outcome = await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator, m);
   if (outcome.kind === 'accepted') return { kind: 'approved', status: 200, body: outcome.result.body };
   if (outcome.kind === 'pending') {
     return {

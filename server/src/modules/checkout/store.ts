@@ -1,5 +1,6 @@
 import type { Em } from '../../db/orm.js';
 import { runSql } from '../../db/sql.js';
+import type { SessionRow } from './entity.js';
 
 /**
  * Data access for the checkout tables that are reached with SQL: `checkout_sessions` is an
@@ -138,6 +139,59 @@ export async function releaseMandateSubjects(tx: Em, sessionId: string): Promise
  * Counts one hit in a fixed window with one atomic upsert, so every server process shares
  * the count; returns the window's hits so far.
  */
+/** The catalog rows a checkout prices its lines from. */
+export type CheckoutItem = { id: string; sku: string; name: string; priceAmount: string; currency: string; available: boolean };
+export type CheckoutInputs = { hits: number; items: CheckoutItem[]; policy: { version: number; hash: string; body: Record<string, unknown> } | null };
+
+/**
+ * Everything a checkout reads, in one statement: the rate-limit window's count after this
+ * request's hit (the upsert of `hitRateLimitBucket`), the cart's catalog rows, and the active
+ * policy. Money columns are text, read as text. Like `readGateInputs`, it reads
+ * `catalog_items` and `policy_versions` on purpose (docs/contributing.md, "Data access").
+ */
+export async function readCheckoutInputs(em: Em, merchantId: string, skus: string[], bucket: string, windowStart: Date): Promise<CheckoutInputs> {
+  const [row] = await runSql<{ hits: number | string; items: CheckoutItem[] | string; policy: CheckoutInputs['policy'] | string | null }>(
+    em,
+    `with hit as (
+       insert into rate_limit_buckets (bucket, window_start, hits) values ($3, $4, 1)
+       on conflict (bucket, window_start) do update set hits = rate_limit_buckets.hits + 1
+       returning hits)
+     select (select hits from hit) as hits,
+       (select coalesce(json_agg(json_build_object('id', c.id, 'sku', c.sku, 'name', c.name, 'priceAmount', c.price_amount,
+                'currency', c.currency, 'available', c.available)), '[]'::json)
+          from catalog_items c where c.merchant_id = $1 and c.sku in (select jsonb_array_elements_text($2::text::jsonb))) as items,
+       (select json_build_object('version', p.version, 'hash', p.hash, 'body', p.body)
+          from policy_versions p where p.merchant_id = $1 and p.active) as policy`,
+    [merchantId, JSON.stringify(skus), bucket, windowStart],
+  );
+  const json = <T>(v: T | string): T => (typeof v === 'string' ? (JSON.parse(v) as T) : v);
+  return { hits: Number(row!.hits), items: json(row!.items), policy: row!.policy === null ? null : json(row!.policy) };
+}
+
+/** The columns a new session is inserted with; the rest start null. */
+export type NewSession = Pick<
+  SessionRow,
+  | 'id' | 'merchantId' | 'livemode' | 'agentId' | 'state' | 'lines' | 'currency' | 'subtotal' | 'tax' | 'total' | 'amountBaseUnits' | 'rail'
+  | 'payTo' | 'chain' | 'asset' | 'buyer' | 'buyerIntent' | 'mandate' | 'pathPrefix' | 'idempotencyKey' | 'requestHash' | 'createResponse'
+  | 'createdAt' | 'expiresAt'
+>;
+
+/** A new session in one statement (no transaction around it); a second create with one idempotency key meets checkout_sessions_agent_idem. */
+export async function insertSession(em: Em, s: NewSession): Promise<void> {
+  const jsonOrNull = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
+  await runSql(
+    em,
+    `insert into checkout_sessions (id, merchant_id, livemode, agent_id, state, lines, currency, subtotal, tax, total, amount_base_units, rail,
+       pay_to, chain, asset, buyer, buyer_intent, mandate, path_prefix, idempotency_key, request_hash, create_response, created_at, expires_at)
+     values ($1, $2, $3, $4::uuid, $5, $6::text::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::text::jsonb, $17, $18::text::jsonb, $19, $20, $21, $22, $23, $24)`,
+    [
+      s.id, s.merchantId, s.livemode, s.agentId, s.state, JSON.stringify(s.lines), s.currency, s.subtotal, s.tax, s.total, s.amountBaseUnits ?? null, s.rail,
+      s.payTo ?? null, s.chain ?? null, s.asset ?? null, jsonOrNull(s.buyer), s.buyerIntent ?? null, jsonOrNull(s.mandate), s.pathPrefix,
+      s.idempotencyKey ?? null, s.requestHash, s.createResponse ?? null, s.createdAt, s.expiresAt,
+    ],
+  );
+}
+
 export async function hitRateLimitBucket(em: Em, bucket: string, windowStart: Date): Promise<number> {
   const rows = await em.execute<Array<{ hits: number }>>(
     `insert into rate_limit_buckets (bucket, window_start, hits) values (?, ?, 1)

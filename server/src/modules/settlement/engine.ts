@@ -1,6 +1,6 @@
-import { LockMode } from '@mikro-orm/core';
 import type { ReasonCode } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
+import { runSql } from '../../db/sql.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { BroadcastRecord, Facilitator, PaymentProof, SettleOutcome } from '../../rails/types.js';
@@ -8,8 +8,10 @@ import type { Services } from '../../services.js';
 import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
 import { releaseMandateSubjects, releasePaymentNonces } from '../checkout/store.js';
 import { MerchantEntity } from '../merchants/entity.js';
+import type { MerchantRow } from '../merchants/service.js';
 import { applyOutcome } from '../reputation/service.js';
 import { writeAccepted, type AcceptedResult, type GateContext } from './accepted.js';
+import { insertSettlementTransaction } from './store.js';
 import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow, type ReturnState } from './entity.js';
 
 /**
@@ -76,10 +78,9 @@ export function markSettled(a: AttemptRow, reference: string, now: Date) {
   a.resolvedAt = now;
 }
 
-/** Stored before the facilitator sends it, in its own short transaction (never with the send). */
+/** Stored before the facilitator sends it, by one statement of its own (never inside a transaction with the send). */
 async function recordBroadcast(services: Services, attemptId: string, rec: BroadcastRecord): Promise<void> {
-  const em = services.orm.em.fork();
-  em.create(SettlementTransactionEntity, {
+  await insertSettlementTransaction(services.orm.em.fork(), {
     txHash: rec.txHash.toLowerCase(),
     attemptId,
     rawTx: rec.rawTx,
@@ -87,7 +88,6 @@ async function recordBroadcast(services: Services, attemptId: string, rec: Broad
     relayerNonce: rec.relayerNonce,
     createdAt: services.now(),
   });
-  await em.flush();
 }
 
 export async function broadcastsOf(em: Em, attemptId: string): Promise<BroadcastRecord[]> {
@@ -102,7 +102,14 @@ export async function broadcastsOf(em: Em, attemptId: string): Promise<Broadcast
  * stored it is `pending` and the reconciler reads the chain. An uncertain send (a timeout
  * after the request went out) is not a throw but `pending`.
  */
-export async function driveAttempt(services: Services, attemptId: string, proof: PaymentProof, facilitator: Facilitator): Promise<AttemptOutcome> {
+export async function driveAttempt(
+  services: Services,
+  attemptId: string,
+  proof: PaymentProof,
+  facilitator: Facilitator,
+  /** The attempt's merchant when the caller has it in hand (the settle request), so phase 3 need not read it again. */
+  merchant?: MerchantRow,
+): Promise<AttemptOutcome> {
   let recorded = 0;
   let outcome: SettleOutcome;
   try {
@@ -125,7 +132,7 @@ export async function driveAttempt(services: Services, attemptId: string, proof:
       throw err instanceof ApiError ? err : new ApiError('FACILITATOR_UNAVAILABLE', 'The facilitator could not be reached; nothing was sent. Retry the settle.');
     }
   }
-  return resolveAttempt(services, attemptId, outcome);
+  return resolveAttempt(services, attemptId, outcome, { merchant });
 }
 
 /**
@@ -136,7 +143,7 @@ export async function resolveAttempt(
   services: Services,
   attemptId: string,
   outcome: SettleOutcome,
-  opts: { penalize?: boolean } = {},
+  opts: { penalize?: boolean; merchant?: MerchantRow } = {},
 ): Promise<AttemptOutcome> {
   const now = services.now();
   if (outcome.status === 'pending') {
@@ -150,13 +157,14 @@ export async function resolveAttempt(
     return { kind: 'pending', attemptId };
   }
   return services.orm.em.fork().transactional(async (tx) => {
-    const a = await tx.findOneOrFail(SettlementAttemptEntity, { id: attemptId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-    const s = await tx.findOneOrFail(CheckoutSessionEntity, { id: a.sessionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    // The attempt, then its session, each locked (the order every resolver takes), by prepared statements.
+    const a = tx.map(SettlementAttemptEntity, await lockedRow(tx, 'select * from settlement_attempts where id = $1 for update', attemptId, 'settlement attempt'));
+    const s = tx.map(CheckoutSessionEntity, await lockedRow(tx, 'select * from checkout_sessions where id = $1 for update', a.sessionId, 'checkout session'));
     if (a.status !== 'pending') return storedOutcome(a, s);
     if (outcome.status === 'settled') {
-      const m = await tx.findOneOrFail(MerchantEntity, { id: a.merchantId });
+      const m = opts.merchant?.id === a.merchantId ? opts.merchant : await tx.findOneOrFail(MerchantEntity, { id: a.merchantId });
+      // Flushed with the order (writeAccepted): their link is checked at commit (orders_settlement_attempt_fk is deferred).
       markSettled(a, outcome.reference, now);
-      await tx.flush();
       const result = await writeAccepted(tx, services, m, s, {
         paymentHash: a.paymentHash,
         gate: s.gate as unknown as GateContext,
@@ -177,6 +185,12 @@ export async function resolveAttempt(
     await tx.flush();
     return { kind: 'failed' as const, code: outcome.code, human: outcome.human, returnState: a.returnState };
   });
+}
+
+async function lockedRow(tx: Em, text: string, id: string, what: string): Promise<Record<string, unknown>> {
+  const [row] = await runSql(tx, text, [id]);
+  if (!row) throw new Error(`${what} ${id} not found`);
+  return row;
 }
 
 /** Nothing moved: free the authorization's nonce (and, for a fresh settle, the mandate) and hand the session back. */

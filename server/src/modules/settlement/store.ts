@@ -1,4 +1,5 @@
 import type { Em } from '../../db/orm.js';
+import { runSql } from '../../db/sql.js';
 
 /**
  * `settlement_attempts` and `settlement_transactions` are entities (./entity.ts); the claim
@@ -20,6 +21,21 @@ export async function claimDueAttempts(tx: Em, leaseSeconds: number, limit: numb
     [leaseSeconds, limit],
   );
   return rows.map((r) => r.id);
+}
+
+/**
+ * A transaction the facilitator is about to send, stored first: one prepared statement, no
+ * transaction around it (phase 2 holds none), so it is durable before the bytes leave.
+ */
+export async function insertSettlementTransaction(
+  em: Em,
+  t: { txHash: string; attemptId: string; rawTx: string | null; relayer: string | null; relayerNonce: number | null; createdAt: Date },
+): Promise<void> {
+  await runSql(
+    em,
+    'insert into settlement_transactions (tx_hash, attempt_id, raw_tx, relayer, relayer_nonce, created_at) values ($1, $2, $3, $4, $5, $6)',
+    [t.txHash, t.attemptId, t.rawTx, t.relayer, t.relayerNonce, t.createdAt],
+  );
 }
 
 /** Settlement attempts by status (`pending`, `settled`, `failed`), for `GET /metrics`. */

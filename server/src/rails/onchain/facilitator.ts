@@ -17,7 +17,6 @@ import { CHAINS } from '@svc/contract';
 import { checkProof, type RecoverSigner } from '../../lib/eip3009.js';
 import {
   USDC_ABI,
-  authorizationUsed,
   chainRead,
   authorizationAt,
   chainSnapshot,
@@ -93,6 +92,10 @@ type Flight = {
 
 type SendResult = 'sent' | 'nonce-low' | 'underpriced' | 'unreachable' | { rejected: string };
 
+/** How long verify()'s simulation and gas estimate stand for the settle of the same authorization. */
+const ESTIMATE_REUSE_MS = 2_000;
+/** When a new broadcast is looked at before the regular poll (ms after the send). */
+const EARLY_LOOKS_MS = [0, 15, 50, 120];
 /** How long one EIP-1559 fee estimate serves first broadcasts (about a Base block). */
 const FEE_CACHE_MS = 1_000;
 const maxBig = (...xs: bigint[]) => xs.reduce((a, b) => (b > a ? b : a));
@@ -137,7 +140,8 @@ export class OnchainFacilitator implements Facilitator {
     this.token = getAddress(CHAINS[cfg.chain].usdc);
     this.client = createPublicClient({
       chain: base,
-      transport: http(cfg.rpcUrl, { timeout: this.opts.rpcTimeoutMs, retryCount: 1 }),
+      // Concurrent settles' reads and sends in one tick go as one JSON-RPC batch (one HTTP request).
+      transport: http(cfg.rpcUrl, { timeout: this.opts.rpcTimeoutMs, retryCount: 1, batch: { wait: 0 } }),
     }) as PublicClient;
     this.relayers = cfg.privateKeys.map((k) => new Relayer(privateKeyToAccount(k), this.client));
   }
@@ -154,17 +158,25 @@ export class OnchainFacilitator implements Facilitator {
     const check = await checkProof(proof, nowSec, this.cfg.recover);
     if (!check.ok) return check;
     const p: PaymentProof = check.proof;
-    const [used, balance] = await Promise.all([authorizationUsed(this.client, this.token, p), usdcBalance(this.client, this.token, p.authorization.from)]);
-    if (used) return { ok: false, ...mapRevert('authorization is used or canceled') };
-    if (balance < BigInt(p.authorization.value)) {
-      return {
-        ok: false,
-        code: 'INSUFFICIENT_FUNDS',
-        human: `The payer ${p.authorization.from} holds ${balance} base units of USDC, less than ${p.authorization.value}.`,
-      };
+    // One chain read: the transfer's gas estimate is its simulation. The token checks, in its own
+    // order, the validity window, the authorization's state, the signature and the balance, and
+    // its revert reason maps to the same codes the broadcast would meet.
+    const data = transferCalldata(p);
+    try {
+      const gas = await this.estimate(data);
+      this.remember(data, gas);
+      return { ok: true, proof: p };
+    } catch (err) {
+      if (isRpcUnavailable(err)) throw rpcUnavailable();
+      const reason = revertReason(err);
+      const refusal = reason ? mapRevert(reason) : { code: 'CAPTURE_FAILED' as const, human: 'The transfer could not be simulated on chain.' };
+      if (refusal.code === 'INSUFFICIENT_FUNDS') {
+        // worth one more read on the refusal path: the figure the agent needs
+        const balance = await usdcBalance(this.client, this.token, p.authorization.from).catch(() => null);
+        if (balance !== null) refusal.human = `The payer ${p.authorization.from} holds ${balance} base units of USDC, less than ${p.authorization.value}.`;
+      }
+      return { ok: false, ...refusal };
     }
-    const refusal = await this.simulate(p);
-    return refusal ?? { ok: true, proof: p };
   }
 
   async settle(proof: PaymentProof, opts: SettleOptions): Promise<SettleOutcome> {
@@ -182,7 +194,11 @@ export class OnchainFacilitator implements Facilitator {
     const data = transferCalldata(p);
     let gas: bigint;
     try {
-      gas = this.opts.gasLimit ?? ((await this.client.estimateGas({ account: relayer.address, to: this.token, data })) * 125n) / 100n;
+      // A simulation by verify() moments ago stands (the same calldata, so the same authorization);
+      // otherwise the estimate below is the pre-broadcast simulation.
+      const recent = this.estimates.get(data);
+      this.estimates.delete(data);
+      gas = recent && Date.now() - recent.at < ESTIMATE_REUSE_MS ? recent.gas : await this.estimate(data);
     } catch (err) {
       if (isRpcUnavailable(err)) throw rpcUnavailable();
       const reason = revertReason(err);
@@ -222,8 +238,10 @@ export class OnchainFacilitator implements Facilitator {
     flight.busy = false;
     this.flights.add(flight);
     this.ensureTimer();
-    // automine and fast chains mine at once: look now rather than a poll interval later
-    void this.tick();
+    // Automine and fast chains mine at once, though the receipt can lag the send by a few ms:
+    // look now and a few times soon rather than a poll interval later (not through tick(), which
+    // a pass already under way would skip until the next interval).
+    void this.watchSoon(flight);
     const left = deadline - Date.now();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<SettleOutcome>((resolve) => {
@@ -284,17 +302,23 @@ export class OnchainFacilitator implements Facilitator {
     this.flights.clear();
   }
 
-  /** eth_call of the transfer from a relayer: a refusal with the mapped code, or null when it would succeed. */
-  private async simulate(p: PaymentProof): Promise<VerifyResult | null> {
-    try {
-      await this.client.call({ account: this.relayers[0]!.address, to: this.token, data: transferCalldata(p) });
-      return null;
-    } catch (err) {
-      if (isRpcUnavailable(err)) throw rpcUnavailable();
-      const reason = revertReason(err);
-      if (reason) return { ok: false, ...mapRevert(reason) };
-      return { ok: false, code: 'CAPTURE_FAILED', human: 'The transfer could not be simulated on chain.' };
+  /** The transfer's gas limit: eth_estimateGas (a simulation that throws the token's revert) plus 25 %, or the fixed limit. */
+  private async estimate(data: Hex): Promise<bigint> {
+    if (this.opts.gasLimit) {
+      // a fixed limit skips the estimate, not the simulation
+      await this.client.call({ account: this.relayers[0]!.address, to: this.token, data });
+      return this.opts.gasLimit;
     }
+    return ((await this.client.estimateGas({ account: this.relayers[0]!.address, to: this.token, data })) * 125n) / 100n;
+  }
+
+  /** Estimates made by verify(), by calldata, for the settle that follows it; each used once. */
+  private readonly estimates = new Map<Hex, { gas: bigint; at: number }>();
+  private remember(data: Hex, gas: bigint): void {
+    const now = Date.now();
+    // a verify whose settle never came (the gate refused, the agent went away) leaves an entry: drop the stale ones
+    if (this.estimates.size >= 256) for (const [k, e] of this.estimates) if (now - e.at >= ESTIMATE_REUSE_MS) this.estimates.delete(k);
+    this.estimates.set(data, { gas, at: now });
   }
 
   /** The node's EIP-1559 estimate with headroom, so a few rising blocks do not strand the transaction. */
@@ -404,6 +428,18 @@ export class OnchainFacilitator implements Facilitator {
     f.relayer.inFlight--;
     this.log.info({ relayer: f.relayer.address, relayerNonce: f.nonce, status: o.status, reference: 'reference' in o ? o.reference : null, broadcasts: f.hashes.length }, 'onchain facilitator outcome');
     f.resolve(o);
+  }
+
+  /** The first looks at a new flight, at EARLY_LOOKS_MS after its broadcast; the interval takes over after. */
+  private async watchSoon(f: Flight): Promise<void> {
+    let at = 0;
+    for (const due of EARLY_LOOKS_MS) {
+      if (due > at) await new Promise((r) => setTimeout(r, due - at));
+      at = due;
+      if (!this.flights.has(f)) return;
+      if (f.busy) continue;
+      await this.watch(f);
+    }
   }
 
   /** One look at a flight: mined (settled/failed), nonce consumed by another tx, or due for a replacement. */
