@@ -1,42 +1,26 @@
 /**
  * Builds the dashboard (dashboard/dist) when its inputs changed since the last build: the
  * app's sources, its Vite config and package, and the contract and receipt verifier it imports.
- * `npm start` runs it first (a no-op in about a tenth of a second when nothing changed), so a
- * fresh clone serves the dashboard after `npm ci && npm start`; `npm run build` always builds.
+ * `npm start` runs it in the background when dist/ is missing or stale (server/src/http/
+ * dashboard-build.ts), so a fresh clone serves the dashboard moments after `npm ci && npm start`
+ * without waiting for it to start; `npm run build` always builds.
  *
  *   tsx scripts/build-dashboard.ts [--force]
  */
-import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DASHBOARD_DIR, DASHBOARD_STAMP, dashboardInputsHash, dashboardIsStale } from '../server/src/http/dashboard-build.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DASHBOARD = join(ROOT, 'dashboard');
-const STAMP = join(DASHBOARD, 'dist', '.inputs-sha256');
-const INPUTS = ['dashboard/src', 'dashboard/index.html', 'dashboard/vite.config.ts', 'dashboard/package.json', 'contract/src', 'sdk/src/receipt.ts', 'sdk/src/errors.ts'];
-
-function files(path: string): string[] {
-  if (!existsSync(path)) return [];
-  if (!statSync(path).isDirectory()) return [path];
-  return readdirSync(path)
-    .sort()
-    .flatMap((name) => files(join(path, name)));
-}
-
-export function dashboardInputsHash(): string {
-  const h = createHash('sha256');
-  for (const f of INPUTS.flatMap((p) => files(join(ROOT, p)))) h.update(relative(ROOT, f)).update('\0').update(readFileSync(f)).update('\0');
-  return h.digest('hex');
-}
+export { dashboardInputsHash };
 
 /** Builds unless dist/ was built from exactly these inputs; returns whether it built. */
 export async function ensureDashboardBuilt(opts: { force?: boolean } = {}): Promise<boolean> {
   const hash = dashboardInputsHash();
-  if (!opts.force && existsSync(join(DASHBOARD, 'dist', 'index.html')) && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === hash) return false;
+  if (!opts.force && !dashboardIsStale(hash)) return false;
   const { build } = await import('vite');
-  await build({ root: DASHBOARD, configFile: join(DASHBOARD, 'vite.config.ts'), logLevel: 'warn' });
-  writeFileSync(STAMP, hash);
+  await build({ root: DASHBOARD_DIR, configFile: join(DASHBOARD_DIR, 'vite.config.ts'), logLevel: 'warn' });
+  writeFileSync(DASHBOARD_STAMP, hash);
   return true;
 }
 

@@ -10,6 +10,7 @@ import { startWebhookWorker } from './modules/webhooks/worker.js';
 import { startSettlementWorker } from './modules/settlement/reconciler.js';
 import { liveReadiness, type ProcessSlot } from './rails/index.js';
 import { installTransportErrorHandlers } from './http/transport-errors.js';
+import { buildDashboardInBackground } from './http/dashboard-build.js';
 
 /**
  * `npm start`. With SVC_WEB_CONCURRENCY=N > 1 (PostgreSQL only; README "Running in
@@ -27,6 +28,8 @@ async function main() {
 
 /** One server process: HTTP, and (SVC_RUN_WORKER) webhook delivery and the settlement worker. */
 async function runServer(config: Config, processSlot?: ProcessSlot) {
+  // A development start does not wait for Vite: a stale dashboard is rebuilt beside the server.
+  if (config.NODE_ENV !== 'production' && !processSlot) void buildDashboardInBackground(createLogger(config.LOG_LEVEL));
   // A cluster worker's primary has already migrated the database.
   const services = await startServicesOrExit(config, { migrate: !processSlot, ...(processSlot ? { processSlot } : {}) });
   const log = processSlot ? services.log.child({ process_slot: processSlot.slot }) : services.log;

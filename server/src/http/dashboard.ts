@@ -1,10 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { Router, type Request, type Response } from 'express';
+import { dashboardBuilding } from './dashboard-build.js';
 import { sendCode } from './errors.js';
 
-/** dashboard/dist at the repository root (built by `npm run build`, or on `npm start` when stale). */
+/** dashboard/dist at the repository root (built by `npm run build`, or in the background by `npm start` when stale). */
 export const DEFAULT_DASHBOARD_DIR = fileURLToPath(new URL('../../../dashboard/dist', import.meta.url));
 
 /**
@@ -23,6 +24,11 @@ const DASHBOARD_CSP = [
   "form-action 'self'",
 ].join('; ');
 
+/** While `npm start` builds the dashboard: a page that reloads itself (a meta refresh; no script). */
+const BUILDING_PAGE =
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2"><title>svc-checkout</title></head>' +
+  '<body style="font-family:sans-serif;margin:3rem">The dashboard is being built (a few seconds on the first start). This page reloads by itself.</body></html>';
+
 function securityHeaders(res: Response) {
   res.setHeader('Content-Security-Policy', DASHBOARD_CSP);
   res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -39,7 +45,14 @@ function securityHeaders(res: Response) {
 export function dashboardRouter(dir: string = DEFAULT_DASHBOARD_DIR): Router {
   const router = Router();
   const indexPath = join(dir, 'index.html');
-  const index = existsSync(indexPath) ? readFileSync(indexPath) : null;
+  // Read again whenever the file changes (a build that finished after the server started).
+  let index: { mtimeMs: number; body: Buffer } | null = null;
+  const currentIndex = (): Buffer | null => {
+    const st = statSync(indexPath, { throwIfNoEntry: false });
+    if (!st) return null;
+    if (!index || index.mtimeMs !== st.mtimeMs) index = { mtimeMs: st.mtimeMs, body: readFileSync(indexPath) };
+    return index.body;
+  };
 
   router.get('/', (_req: Request, res: Response) => res.redirect(302, '/dashboard/'));
   router.get('/login', (_req: Request, res: Response) => res.redirect(302, '/dashboard/login'));
@@ -61,11 +74,18 @@ export function dashboardRouter(dir: string = DEFAULT_DASHBOARD_DIR): Router {
     if (req.originalUrl.split('?')[0] === '/dashboard') return res.redirect(301, '/dashboard/');
     securityHeaders(res);
     res.setHeader('Cache-Control', 'no-cache');
-    if (!index) {
-      res.status(503).type('text/plain').send('The dashboard has not been built: run `npm run build` (npm start builds it when it is missing).');
+    if (dashboardBuilding()) {
+      // Vite empties dist/ first: the old page would point at assets that are gone.
+      res.setHeader('Retry-After', '2');
+      res.status(503).type('html').send(BUILDING_PAGE);
       return;
     }
-    res.status(200).type('html').send(index);
+    const body = currentIndex();
+    if (!body) {
+      res.status(503).type('text/plain').send('The dashboard has not been built: run `npm run build:dashboard` (npm start builds it when it is missing).');
+      return;
+    }
+    res.status(200).type('html').send(body);
   });
   return router;
 }
