@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -42,6 +42,11 @@ export type CoreBenchOptions = {
    * an app in the bench's process. PostgreSQL parts only; PGlite is in-process by nature.
    */
   spawn: boolean;
+  /**
+   * With `spawn`: serve from the compiled server (`node server/dist/main.js`, what
+   * `npm run start:prod` runs; `npm run build` first) instead of the TypeScript sources under tsx.
+   */
+  dist?: boolean;
 };
 export type CoreReport = { text: string; failures: string[] };
 
@@ -220,12 +225,13 @@ function treeRss(root: number): Rss {
   return rss;
 }
 
-/** Runs a TypeScript entry point under this Node with tsx's loader, so the pid is the program's own. */
+/** Runs an entry point under this Node (a TypeScript one with tsx's loader), so the pid is the program's own. */
 async function spawnTs(script: string, env: Record<string, string>, readyUrl: (port: number) => string): Promise<{ child: ChildProcess; port: number; stop: () => Promise<void> }> {
   const port = await freePort();
   // BENCH_PROFILE=<dir>: the spawned server writes a V8 CPU profile there when it exits (SIGTERM)
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...profile, ...loader, script], { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (b) => (stderr = (stderr + b).slice(-4000)));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -279,7 +285,9 @@ async function startPostgresEnv(adminUrl: string, opts: CoreBenchOptions): Promi
       },
     };
   }
-  const spawned = await spawnTs(MAIN, { ...envVars, DATABASE_URL: target.url }, (port) => `http://127.0.0.1:${port}/healthz`);
+  const script = opts.dist ? join(ROOT, 'server/dist/main.js') : MAIN;
+  if (opts.dist && !existsSync(script)) throw new Error('bench --dist: server/dist/main.js is missing; run `npm run build` first');
+  const spawned = await spawnTs(script, { ...envVars, DATABASE_URL: target.url }, (port) => `http://127.0.0.1:${port}/healthz`);
   const model = Object.entries(envVars).filter(([k]) => /CONCURRENCY|PROCESSES|WORKERS|THREADS/.test(k)).map(([k, v]) => `${k}=${v}`).join(' ');
   return {
     services,
@@ -287,7 +295,7 @@ async function startPostgresEnv(adminUrl: string, opts: CoreBenchOptions): Promi
     url: `http://127.0.0.1:${spawned.port}`,
     localUrl: local.url,
     serverRss: () => treeRss(spawned.child.pid!),
-    describe: `spawned server (node server/src/main.ts${model ? `, ${model}` : ''}, pool ${config.SVC_DB_POOL_MAX})`,
+    describe: `spawned server (node ${opts.dist ? 'server/dist/main.js' : 'server/src/main.ts'}${model ? `, ${model}` : ''}, pool ${config.SVC_DB_POOL_MAX})`,
     stop: async () => {
       await spawned.stop();
       await closeServer(local.server);

@@ -3,10 +3,11 @@ import { benchLive } from './live.js';
 import { benchWebhooks } from './webhooks.js';
 
 /**
- * `npm run bench [-- <section>...] [--quick] [--spawn]`: each section runs to completion on its
+ * `npm run bench [-- <section>...] [--quick] [--spawn] [--dist]`: each section runs to completion on its
  * own and prints its result. Sections: webhooks, live, core (= settle, pglite, reads, which can
- * also be named alone); none named runs them all. BENCH=core,reads, BENCH_QUICK=1 and
- * BENCH_SPAWN=1 do the same from the environment. Exits 1 when a section fails, or when a
+ * also be named alone); none named runs them all. --dist serves the core section from the
+ * compiled server (server/dist, after `npm run build`) in its own process. BENCH=core,reads,
+ * BENCH_QUICK=1, BENCH_SPAWN=1 and BENCH_DIST=1 do the same from the environment. Exits 1 when a section fails, or when a
  * settle under load fails or double-orders. Not a test.
  */
 const args = process.argv.slice(2);
@@ -14,6 +15,7 @@ const named = [...args.filter((a) => !a.startsWith('--')), ...(process.env.BENCH
 const flag = (name: string) => args.includes(`--${name}`) || ['1', 'true'].includes(process.env[`BENCH_${name.toUpperCase()}`] ?? '');
 const quick = flag('quick');
 const spawn = flag('spawn');
+const dist = flag('dist');
 
 const CORE_PARTS: CorePart[] = ['settle', 'pglite', 'reads'];
 const known = new Set(['webhooks', 'live', 'core', ...CORE_PARTS]);
@@ -32,7 +34,7 @@ if (coreParts.size) {
   benches.push([
     'core',
     async () => {
-      const report = await benchCore({ parts: coreParts, quick, spawn });
+      const report = await benchCore({ parts: coreParts, quick, spawn: spawn || dist, dist });
       if (report.failures.length) process.exitCode = 1;
       return report.text;
     },

@@ -110,7 +110,7 @@ describe('compiled server under plain node, NODE_ENV=production', () => {
   });
 
   it('GIVEN the compiled server WHEN signer recovery starts its threads under plain node THEN the compiled worker answers what viem answers', () => {
-    // The worker file is resolved beside the compiled module (server/dist/lib/signer-recovery.worker.js), with no loader.
+    // The worker file is resolved beside the compiled module (server/dist/lib/signer-recovery.worker.mjs, emitted there by the build), with no loader.
     const script = `
       import { SignerRecovery } from ${JSON.stringify(join(ROOT, 'server/dist/lib/signer-recovery.js'))};
       import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';

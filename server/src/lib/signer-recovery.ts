@@ -1,7 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { createRequire } from 'node:module';
-import { extname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Address } from 'viem';
 import { recoverOnThisThread, type RecoverSigner } from './eip3009.js';
@@ -9,10 +7,11 @@ import type { Logger } from './logger.js';
 
 /**
  * Threads a process gives signer recovery when SVC_SIGNER_THREADS is unset: its share of the
- * machine's cores (SVC_WEB_CONCURRENCY processes share them), at least one.
+ * cores the SVC_WEB_CONCURRENCY request threads leave free, at least one (on 2 cores and one
+ * process: 1; a second thread would compete with the request thread and cost ~17 MB).
  */
 export function defaultSignerThreads(webConcurrency: number, cores = availableParallelism()): number {
-  return Math.max(1, Math.floor(cores / webConcurrency));
+  return Math.max(1, Math.floor((cores - webConcurrency) / webConcurrency));
 }
 
 /**
@@ -30,9 +29,9 @@ const IDLE_MS = 30_000;
 
 /**
  * Signer recovery off the request thread (services.signers): a piscina pool of worker threads
- * running viem's recovery (signer-recovery.worker.ts). Nothing starts with the server: the
- * first recovery starts the pool, and until its first thread has answered the warm-up (a
- * thread under tsx takes 1-2 s to load) recoveries run on the calling thread, so no request
+ * running viem's recovery steps on the same noble libraries (signer-recovery.worker.mjs). Nothing starts with the server: the
+ * first recovery starts the pool, and until its first thread has answered the warm-up
+ * recoveries run on the calling thread, so no request
  * waits for a thread to boot. A pool that fails to start is logged once and recovery stays on
  * this thread. `threads: 0` never starts one. One per process, closed on shutdown (closeServices).
  */
@@ -99,20 +98,30 @@ export class SignerRecovery {
 }
 
 function createPool(threads: number): Piscina {
-  // From the TypeScript sources (tsx, vitest) the worker is the .ts file and needs tsx's loader
-  // in the thread; from server/dist it is the compiled .js and plain node runs it.
-  const ext = extname(fileURLToPath(import.meta.url));
-  const filename = fileURLToPath(new URL(`./signer-recovery.worker${ext}`, import.meta.url));
-  const execArgv = ext === '.ts' && !process.execArgv.some((a) => a.includes('tsx')) ? [...process.execArgv, '--import', tsxLoader()] : undefined;
+  // The task is plain JavaScript (signer-recovery.worker.mjs, emitted beside server/dist by the
+  // build, allowJs): threads start without the TypeScript loader this process may run under.
+  const filename = fileURLToPath(new URL('./signer-recovery.worker.mjs', import.meta.url));
   return new Piscina({
     filename,
     minThreads: 1,
     maxThreads: threads,
     idleTimeout: IDLE_MS,
-    ...(execArgv ? { execArgv } : {}),
+    execArgv: workerExecArgv(),
   });
 }
 
-function tsxLoader(): string {
-  return pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** This process's Node flags without tsx's loader (`--import tsx`, `--require …/tsx/…`). */
+function workerExecArgv(): string[] {
+  const out: string[] = [];
+  const args = process.execArgv;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if ((a === '--import' || a === '--require' || a === '-r' || a === '--loader') && /tsx/.test(args[i + 1] ?? '')) {
+      i++;
+      continue;
+    }
+    if (/^--(import|require|loader)=.*tsx/.test(a)) continue;
+    out.push(a);
+  }
+  return out;
 }

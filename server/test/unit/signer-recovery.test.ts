@@ -138,10 +138,11 @@ describe('signer recovery in worker threads (services.signers)', () => {
     expect(p.recoveredInThreads).toBe(0);
   });
 
-  it('sizes the pool from the cores each server process gets', () => {
-    expect(defaultSignerThreads(1, 2)).toBe(2);
+  it('sizes the pool from the cores the request threads leave, at least one per process', () => {
+    expect(defaultSignerThreads(1, 2)).toBe(1);
+    expect(defaultSignerThreads(1, 4)).toBe(3);
     expect(defaultSignerThreads(2, 2)).toBe(1);
     expect(defaultSignerThreads(4, 2)).toBe(1);
-    expect(defaultSignerThreads(2, 16)).toBe(8);
+    expect(defaultSignerThreads(2, 16)).toBe(7);
   });
 });
