@@ -4,11 +4,12 @@ import {
   HttpRequestError,
   RpcRequestError,
   TimeoutError,
-  TransactionReceiptNotFoundError,
   getAddress,
   isAddressEqual,
+  formatTransactionReceipt,
   parseEventLogs,
   type Address,
+  type RpcTransactionReceipt,
   type Hex,
   type PublicClient,
   type TransactionReceipt,
@@ -159,12 +160,15 @@ export function usdcBalance(client: PublicClient, token: Address, owner: string)
 
 /** The receipt, or null while the node does not know the transaction as mined. */
 export async function receiptOf(client: PublicClient, hash: Hex): Promise<TransactionReceipt | null> {
+  // The raw call answers null for "not mined yet": viem's getTransactionReceipt throws an error
+  // object for it, which costs more than the read on automine's frequent early looks.
+  let raw: RpcTransactionReceipt | null;
   try {
-    return await client.getTransactionReceipt({ hash });
-  } catch (err) {
-    if (err instanceof BaseError && err.walk((e) => e instanceof TransactionReceiptNotFoundError)) return null;
+    raw = await client.request({ method: 'eth_getTransactionReceipt', params: [hash] });
+  } catch {
     throw rpcUnavailable();
   }
+  return raw ? formatTransactionReceipt(raw) : null;
 }
 
 /** Whether a mined receipt carries this authorization's USDC transfer (status 1 and the Transfer log). */

@@ -309,7 +309,9 @@ export class OnchainFacilitator implements Facilitator {
       await this.client.call({ account: this.relayers[0]!.address, to: this.token, data });
       return this.opts.gasLimit;
     }
-    return ((await this.client.estimateGas({ account: this.relayers[0]!.address, to: this.token, data })) * 125n) / 100n;
+    // The raw call: viem's estimateGas action prepares a whole transaction request around it.
+    const gas = await this.client.request({ method: 'eth_estimateGas', params: [{ from: this.relayers[0]!.address, to: this.token, data }] });
+    return (BigInt(gas) * 125n) / 100n;
   }
 
   /** Estimates made by verify(), by calldata, for the settle that follows it; each used once. */
