@@ -28,8 +28,6 @@ async function main() {
 
 /** One server process: HTTP, and (SVC_RUN_WORKER) webhook delivery and the settlement worker. */
 async function runServer(config: Config, processSlot?: ProcessSlot) {
-  // A development start does not wait for Vite: a stale dashboard is rebuilt beside the server.
-  if (config.NODE_ENV !== 'production' && !processSlot) void buildDashboardInBackground(createLogger(config.LOG_LEVEL));
   // A cluster worker's primary has already migrated the database.
   const services = await startServicesOrExit(config, { migrate: !processSlot, ...(processSlot ? { processSlot } : {}) });
   const log = processSlot ? services.log.child({ process_slot: processSlot.slot }) : services.log;
@@ -46,6 +44,9 @@ async function runServer(config: Config, processSlot?: ProcessSlot) {
       }
     }
     const port = (server.address() as AddressInfo).port;
+    // A development start does not wait for Vite: once the API listens, a stale dashboard is
+    // rebuilt beside it (not before, where it would slow the database's first start).
+    if (config.NODE_ENV !== 'production' && !processSlot) void buildDashboardInBackground(log);
     log.info({ port, database: where, env: config.NODE_ENV }, `svc-checkout listening on http://${config.HOST === "0.0.0.0" ? "localhost" : config.HOST}:${port}`);
   });
   installTransportErrorHandlers(server);
