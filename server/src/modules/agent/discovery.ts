@@ -5,6 +5,7 @@ import { ApiError } from '../../lib/errors.js';
 import { hasPrefix } from '../../lib/ids.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
+import { merchantRowById } from '../merchants/store.js';
 import { listCatalogItems } from '../catalog/service.js';
 import { activePolicy } from '../policy/service.js';
 import { effectiveRails } from '../receiving/validate.js';
@@ -19,7 +20,11 @@ const notFound = () => new ApiError('NOT_FOUND', 'No such merchant, or it has no
 export async function merchantByRef(em: Em, ref: string): Promise<MerchantRow> {
   let m: MerchantRow | null;
   if (hasPrefix(ref, 'mrch')) {
-    m = await em.findOne(MerchantEntity, { id: ref });
+    m = em.getUnitOfWork().getById(MerchantEntity, ref) ?? null;
+    if (!m) {
+      const row = await merchantRowById(em, ref);
+      m = row ? em.map(MerchantEntity, row) : null;
+    }
   } else {
     // Only published merchants count: an unpublished live merchant must not hide the published test one.
     const rows = await em.find(MerchantEntity, { slug: ref.toLowerCase(), publishedAt: { $ne: null } }, { orderBy: { livemode: 'desc' }, limit: 1 });

@@ -11,7 +11,7 @@ import type { MerchantRow } from '../merchants/service.js';
 import { railSettles } from '../policy/service.js';
 import { CheckoutSessionEntity, totalOf, type SessionLine, type SessionRow } from './entity.js';
 import { enforceRateLimit, rateLimitWindow } from './rate-limit.js';
-import { insertSession, readCheckoutInputs, type NewSession } from './store.js';
+import { insertSession, readCheckoutInputs, sessionRowById, type NewSession } from './store.js';
 
 const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
@@ -173,8 +173,13 @@ async function findIdempotentCreate(em: Em, agentId: string, key: string, reques
 }
 
 export async function findSession(em: Em, m: Pick<MerchantRow, 'id'>, id: string): Promise<SessionRow> {
-  // By primary key: a session this request already loaded or created comes from the identity map, no second SELECT.
-  const s = await em.findOne(CheckoutSessionEntity, { id });
+  // One this request already holds is returned as it is (no second SELECT, and unflushed
+  // changes stay); otherwise one prepared statement, mapped into the identity map.
+  let s: SessionRow | null | undefined = em.getUnitOfWork().getById(CheckoutSessionEntity, id);
+  if (!s) {
+    const row = await sessionRowById(em, id);
+    s = row ? em.map(CheckoutSessionEntity, row) : null;
+  }
   if (!s || s.merchantId !== m.id) throw new ApiError('SESSION_NOT_FOUND');
   return s;
 }

@@ -61,6 +61,18 @@ export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: 
   return row;
 }
 
+/** The session's row, locked until the transaction ends (phase 3, after its attempt's; prepared). */
+export async function lockSessionRow(tx: Em, sessionId: string): Promise<Record<string, unknown> | undefined> {
+  const [row] = await runSql(tx, 'select * from checkout_sessions where id = $1 for update', [sessionId]);
+  return row;
+}
+
+/** A session's row by primary key (prepared; the ORM would build the query anew per request). */
+export async function sessionRowById(em: Em, sessionId: string): Promise<Record<string, unknown> | undefined> {
+  const [row] = await runSql(em, 'select * from checkout_sessions where id = $1', [sessionId]);
+  return row;
+}
+
 export type GateInputs = {
   /** The agent's stored score, or null for an unknown agent. */
   agentScore: number | null;

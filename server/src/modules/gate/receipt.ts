@@ -4,12 +4,24 @@ import { canonicalHash } from '../../lib/canonical-json.js';
 
 export { RECEIPT_TYP, type ReceiptClaims };
 
-/** Signs the receipt (verification is the SDK's `verifyReceipt`, the one shipped to agents) as a compact JWS with header {alg: EdDSA, typ: svc-receipt+jws, kid}. */
-export async function signReceipt(key: { d: string; x: string; kid: string }, claims: ReceiptClaims): Promise<string> {
-  const privateKey = await importJWK({ kty: 'OKP', crv: 'Ed25519', d: key.d, x: key.x }, 'EdDSA');
+/** A merchant's receipt signing key as the signer takes it: the (non-extractable) private key and its kid. */
+export type ReceiptSigningKey = { key: Awaited<ReturnType<typeof importJWK>>; kid: string };
+
+/** Imports a receipt seed (base64url `d` and public `x` of an Ed25519 JWK) for `signReceipt`. */
+export async function importReceiptKey(key: { d: string; x: string; kid: string }): Promise<ReceiptSigningKey> {
+  return { key: await importJWK({ kty: 'OKP', crv: 'Ed25519', d: key.d, x: key.x }, 'EdDSA'), kid: key.kid };
+}
+
+/**
+ * Signs the receipt (verification is the SDK's `verifyReceipt`, the one shipped to agents) as a
+ * compact JWS with header {alg: EdDSA, typ: svc-receipt+jws, kid}, with an imported key
+ * (`importReceiptKey`; the settle path caches one per merchant) or a seed's JWK fields.
+ */
+export async function signReceipt(key: ReceiptSigningKey | { d: string; x: string; kid: string }, claims: ReceiptClaims): Promise<string> {
+  const signing = 'key' in key ? key : await importReceiptKey(key);
   return new CompactSign(new TextEncoder().encode(JSON.stringify(claims)))
-    .setProtectedHeader({ alg: 'EdDSA', typ: RECEIPT_TYP, kid: key.kid })
-    .sign(privateKey);
+    .setProtectedHeader({ alg: 'EdDSA', typ: RECEIPT_TYP, kid: signing.kid })
+    .sign(signing.key);
 }
 
 /** sha256 hex of the JCS canonical JSON of the gate's inputs, embedded in the receipt. */

@@ -1,10 +1,17 @@
 import type { Em } from '../../db/orm.js';
+import { runSql } from '../../db/sql.js';
 
 /**
  * `merchants` is an entity (./entity.ts) reached with the EntityManager; the statements
  * below are atomic updates other modules make in their own transactions, without loading
  * (and re-flushing) the merchant.
  */
+
+/** A merchant's row by id, for the agent routes' every request (prepared; the caller maps it to the entity). */
+export async function merchantRowById(em: Em, merchantId: string): Promise<Record<string, unknown> | undefined> {
+  const [row] = await runSql(em, 'select * from merchants where id = $1', [merchantId]);
+  return row;
+}
 
 /** Locks the merchant row FOR UPDATE until the transaction ends (versioning and publishing serialize per merchant). */
 export async function lockMerchantForUpdate(tx: Em, merchantId: string): Promise<void> {

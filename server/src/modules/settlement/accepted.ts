@@ -4,7 +4,7 @@ import { newId } from '../../lib/ids.js';
 import type { Services } from '../../services.js';
 import type { CheckoutSessionEntity, SessionRow } from '../checkout/entity.js';
 import { totalOf } from '../checkout/entity.js';
-import { inputFingerprint, signReceipt, type ReceiptClaims } from '../gate/receipt.js';
+import { importReceiptKey, inputFingerprint, signReceipt, type ReceiptClaims, type ReceiptSigningKey } from '../gate/receipt.js';
 import type { MandateResult } from '../gate/mandate.js';
 import type { Verdict } from '../gate/verdict.js';
 import type { MerchantRow } from '../merchants/service.js';
@@ -41,6 +41,25 @@ export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decis
     settlementStatus: null,
     createdAt: now,
   });
+}
+
+/**
+ * Each merchant's receipt key, opened from its sealed seed and imported once per process
+ * (the seed is decrypted once, not per settle; the imported key is not extractable). Keyed
+ * by the sealed seed itself, so a merchant whose seed changed gets its new key.
+ */
+const receiptKeys = new Map<string, Promise<ReceiptSigningKey>>();
+const RECEIPT_KEYS_MAX = 1024;
+function receiptKeyOf(box: Services['box'], m: Pick<MerchantRow, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
+  const cacheKey = `${m.id}\0${m.receiptKid}\0${m.receiptSeedSealed}`;
+  let key = receiptKeys.get(cacheKey);
+  if (!key) {
+    key = importReceiptKey({ d: box.open(m.receiptSeedSealed, m.id), x: m.receiptPublicX, kid: m.receiptKid });
+    key.catch(() => receiptKeys.delete(cacheKey));
+    if (receiptKeys.size >= RECEIPT_KEYS_MAX) receiptKeys.delete(receiptKeys.keys().next().value!);
+    receiptKeys.set(cacheKey, key);
+  }
+  return key;
 }
 
 /** Stores a terminal result on the session so the same payment replays it byte for byte. */
@@ -96,8 +115,7 @@ export async function writeAccepted(
     livemode: m.livemode,
     inputFingerprint: inputFingerprint(gate.fingerprintInputs),
   };
-  const seed = services.box.open(m.receiptSeedSealed, m.id);
-  const jws = await signReceipt({ d: seed, x: m.receiptPublicX, kid: m.receiptKid }, claims);
+  const jws = await signReceipt(await receiptKeyOf(services.box, m), claims);
   tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown>, createdAt: now });
 
   s.state = 'accepted';

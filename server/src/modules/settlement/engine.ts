@@ -1,17 +1,16 @@
 import type { ReasonCode } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import { runSql } from '../../db/sql.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { BroadcastRecord, Facilitator, PaymentProof, SettleOutcome } from '../../rails/types.js';
 import type { Services } from '../../services.js';
 import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
-import { releaseMandateSubjects, releasePaymentNonces } from '../checkout/store.js';
+import { lockSessionRow, releaseMandateSubjects, releasePaymentNonces } from '../checkout/store.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { applyOutcome } from '../reputation/service.js';
 import { writeAccepted, type AcceptedResult, type GateContext } from './accepted.js';
-import { insertSettlementTransaction } from './store.js';
+import { insertSettlementTransaction, lockAttemptRow } from './store.js';
 import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow, type ReturnState } from './entity.js';
 
 /**
@@ -158,8 +157,8 @@ export async function resolveAttempt(
   }
   return services.orm.em.fork().transactional(async (tx) => {
     // The attempt, then its session, each locked (the order every resolver takes), by prepared statements.
-    const a = tx.map(SettlementAttemptEntity, await lockedRow(tx, 'select * from settlement_attempts where id = $1 for update', attemptId, 'settlement attempt'));
-    const s = tx.map(CheckoutSessionEntity, await lockedRow(tx, 'select * from checkout_sessions where id = $1 for update', a.sessionId, 'checkout session'));
+    const a = tx.map(SettlementAttemptEntity, found(await lockAttemptRow(tx, attemptId), 'settlement attempt', attemptId));
+    const s = tx.map(CheckoutSessionEntity, found(await lockSessionRow(tx, a.sessionId), 'checkout session', a.sessionId));
     if (a.status !== 'pending') return storedOutcome(a, s);
     if (outcome.status === 'settled') {
       const m = opts.merchant?.id === a.merchantId ? opts.merchant : await tx.findOneOrFail(MerchantEntity, { id: a.merchantId });
@@ -187,8 +186,7 @@ export async function resolveAttempt(
   });
 }
 
-async function lockedRow(tx: Em, text: string, id: string, what: string): Promise<Record<string, unknown>> {
-  const [row] = await runSql(tx, text, [id]);
+function found<R>(row: R | undefined, what: string, id: string): R {
   if (!row) throw new Error(`${what} ${id} not found`);
   return row;
 }

@@ -23,6 +23,12 @@ export async function claimDueAttempts(tx: Em, leaseSeconds: number, limit: numb
   return rows.map((r) => r.id);
 }
 
+/** Phase 3's first statement: the attempt's row, locked until the transaction ends (prepared). */
+export async function lockAttemptRow(tx: Em, attemptId: string): Promise<Record<string, unknown> | undefined> {
+  const [row] = await runSql(tx, 'select * from settlement_attempts where id = $1 for update', [attemptId]);
+  return row;
+}
+
 /**
  * A transaction the facilitator is about to send, stored first: one prepared statement, no
  * transaction around it (phase 2 holds none), so it is durable before the bytes leave.

@@ -140,8 +140,9 @@ export class OnchainFacilitator implements Facilitator {
     this.token = getAddress(CHAINS[cfg.chain].usdc);
     this.client = createPublicClient({
       chain: base,
-      // Concurrent settles' reads and sends in one tick go as one JSON-RPC batch (one HTTP request).
-      transport: http(cfg.rpcUrl, { timeout: this.opts.rpcTimeoutMs, retryCount: 1, batch: { wait: 0 } }),
+      // Concurrent settles' reads and sends in one tick go as one JSON-RPC batch (one HTTP request,
+      // at most 32 calls: providers cap batch sizes).
+      transport: http(cfg.rpcUrl, { timeout: this.opts.rpcTimeoutMs, retryCount: 1, batch: { wait: 0, batchSize: 32 } }),
     }) as PublicClient;
     this.relayers = cfg.privateKeys.map((k) => new Relayer(privateKeyToAccount(k), this.client));
   }
