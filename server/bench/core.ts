@@ -19,7 +19,7 @@ import { createLogger } from '../src/lib/logger.js';
 import { createApiKey, createProject } from '../src/modules/accounts/service.js';
 import type { Services } from '../src/services.js';
 import { newBuyer, publishedMerchant, signPayment } from '../test/helpers/agent.js';
-import type { ApiResponse, TestApp } from '../test/helpers/harness.js';
+import { jsonOrText, type ApiResponse, type TestApp } from '../test/helpers/harness.js';
 import { countQueries } from '../test/helpers/query-counter.js';
 import { freePort, MAIN, ROOT } from '../test/helpers/spawn.js';
 import { startBareExpress } from './bare-express.js';
@@ -109,14 +109,7 @@ function httpPoster(baseUrl: string, sockets: number): { post: Post; close: () =
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let parsed: unknown;
-            try {
-              parsed = text ? JSON.parse(text) : undefined;
-            } catch {
-              parsed = text;
-            }
-            resolve({ status: res.statusCode ?? 0, body: parsed });
+            resolve({ status: res.statusCode ?? 0, body: jsonOrText(Buffer.concat(chunks).toString('utf8')) });
           });
           res.on('error', reject);
         },
@@ -143,13 +136,7 @@ function setupClient(baseUrl: string, services: Services): Pick<TestApp, 'key' |
       if (opts.body !== undefined) headers['content-type'] = 'application/json';
       const res = await fetch(baseUrl + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
       const text = await res.text();
-      let body: unknown;
-      try {
-        body = text ? JSON.parse(text) : undefined;
-      } catch {
-        body = text;
-      }
-      return { status: res.status, body: body as T, headers: res.headers, text };
+      return { status: res.status, body: jsonOrText(text) as T, headers: res.headers, text };
     },
   };
 }

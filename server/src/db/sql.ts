@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { EntityName } from '@mikro-orm/core';
 import type { Kysely } from '@mikro-orm/sql';
 import type { Em } from './orm.js';
 
@@ -24,6 +25,24 @@ export async function runSql<R = Record<string, unknown>>(em: Em, text: string, 
   } catch (err) {
     throw em.getDriver().convertException(err as Error);
   }
+}
+
+/**
+ * An entity by primary key for a hot path: the one this unit of work already holds, returned as
+ * it is (no SELECT, and unflushed changes are never refreshed away), else the row `read` fetches
+ * (a store's prepared statement) mapped into the identity map; null when there is none.
+ */
+export async function entityById<T extends object>(
+  em: Em,
+  entity: EntityName<T>,
+  id: string,
+  read: (em: Em, id: string) => Promise<Record<string, unknown> | undefined>,
+): Promise<T | null> {
+  // (MikroORM types a primary key and a raw row per entity; here both are the plain forms it takes at run time.)
+  const held = em.getUnitOfWork().getById<T>(entity, id as never);
+  if (held) return held;
+  const row = await read(em, id);
+  return row ? em.map(entity, row as never) : null;
 }
 
 const names = new Map<string, string>();

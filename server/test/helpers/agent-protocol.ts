@@ -6,7 +6,7 @@ import type { PrivateKeyAccount } from 'viem/accounts';
 import { expect } from 'vitest';
 import { signPayment } from './agent.js';
 import { sql } from './foundation.js';
-import type { ApiResponse, TestApp } from './harness.js';
+import { jsonOrText, type ApiResponse, type TestApp } from './harness.js';
 
 /** The ETag the manifest must carry for the bytes served: the first 32 hex chars of their sha256, quoted. */
 export const etagOf = (text: string) => `"${createHash('sha256').update(text).digest('hex').slice(0, 32)}"`;
@@ -34,13 +34,7 @@ export function hostRequest(
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown;
-        try {
-          body = text.length ? JSON.parse(text) : undefined;
-        } catch {
-          body = text;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: jsonOrText(text) });
       });
     });
     req.on('error', reject);

@@ -21,7 +21,8 @@ export async function launchChromium(): Promise<Browser> {
 }
 
 export async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(SHOTS_DIR, `${name}.png`), fullPage: true });
+  // finite CSS transitions (a closing modal, the menu sliding away) jump to their end state
+  await page.screenshot({ path: join(SHOTS_DIR, `${name}.png`), fullPage: true, animations: 'disabled' });
 }
 
 /**

@@ -19,6 +19,16 @@ import { checkResponseAgainstOpenApi } from './openapi-responses.js';
 
 export type ApiResponse<T = any> = { status: number; body: T; headers: Headers; text: string };
 
+/** A response body as the helpers hand it over: parsed JSON, the text itself when it is not JSON, undefined when empty. */
+export function jsonOrText(text: string): unknown {
+  if (text.length === 0) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
 export type TestKey = { id: string; secret: string; projectId: string; mode: 'test' | 'live' };
 
 /**
@@ -137,15 +147,7 @@ export class TestApp {
     const text = await res.text();
     // Every response of the suite is checked against openapi/openapi.json (helpers/openapi-responses.ts).
     if (!opts.skipOpenApiCheck) checkResponseAgainstOpenApi(method, path, res.status, res.headers.get('content-type'), text);
-    let parsed: unknown = undefined;
-    if (text.length > 0) {
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = text;
-      }
-    }
-    return { status: res.status, body: parsed as T, headers: res.headers, text };
+    return { status: res.status, body: jsonOrText(text) as T, headers: res.headers, text };
   }
 }
 

@@ -1,20 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { configFailure as failure } from '../helpers/config.js';
 import { relayerKeysOf } from '../../src/rails/index.js';
 import { MAIN, runScript } from '../helpers/spawn.js';
 
 const PG = 'postgresql://u@127.0.0.1:1/db';
 const KEYS = ['0x' + '11'.repeat(32), '0x' + '22'.repeat(32), '0x' + '33'.repeat(32)] as `0x${string}`[];
-
-function failure(env: Record<string, string>): string {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('SVC_WEB_CONCURRENCY (the process model)', () => {
   it('GIVEN nothing THEN one server process; GIVEN N on PostgreSQL THEN N', () => {

@@ -1,19 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { configFailure as failure } from '../helpers/config.js';
 
 const KEY1 = '0x' + '11'.repeat(32);
 const KEY2 = '0x' + 'ab'.repeat(32);
 const RPC = 'https://base.example.com/v1/abc';
-
-function failure(env: Record<string, string>): string {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('live facilitator configuration', () => {
   it('unset SVC_LIVE_FACILITATOR needs nothing else', () => {

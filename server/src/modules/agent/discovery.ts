@@ -6,6 +6,7 @@ import { hasPrefix } from '../../lib/ids.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { merchantRowById } from '../merchants/store.js';
+import { entityById } from '../../db/sql.js';
 import { listCatalogItems } from '../catalog/service.js';
 import { activePolicy } from '../policy/service.js';
 import { effectiveRails } from '../receiving/validate.js';
@@ -20,11 +21,7 @@ const notFound = () => new ApiError('NOT_FOUND', 'No such merchant, or it has no
 export async function merchantByRef(em: Em, ref: string): Promise<MerchantRow> {
   let m: MerchantRow | null;
   if (hasPrefix(ref, 'mrch')) {
-    m = em.getUnitOfWork().getById(MerchantEntity, ref) ?? null;
-    if (!m) {
-      const row = await merchantRowById(em, ref);
-      m = row ? em.map(MerchantEntity, row) : null;
-    }
+    m = await entityById(em, MerchantEntity, ref, merchantRowById);
   } else {
     // Only published merchants count: an unpublished live merchant must not hide the published test one.
     const rows = await em.find(MerchantEntity, { slug: ref.toLowerCase(), publishedAt: { $ne: null } }, { orderBy: { livemode: 'desc' }, limit: 1 });

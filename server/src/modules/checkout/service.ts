@@ -2,6 +2,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { CHAINS, resolvePolicy, type CheckoutCreated, type CreateCheckoutBody, type PaymentRequired, type RailName, type SessionView, type TrustTier } from '@svc/contract';
 import type { Ctx } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
+import { entityById } from '../../db/sql.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
@@ -173,13 +174,7 @@ async function findIdempotentCreate(em: Em, agentId: string, key: string, reques
 }
 
 export async function findSession(em: Em, m: Pick<MerchantRow, 'id'>, id: string): Promise<SessionRow> {
-  // One this request already holds is returned as it is (no second SELECT, and unflushed
-  // changes stay); otherwise one prepared statement, mapped into the identity map.
-  let s: SessionRow | null | undefined = em.getUnitOfWork().getById(CheckoutSessionEntity, id);
-  if (!s) {
-    const row = await sessionRowById(em, id);
-    s = row ? em.map(CheckoutSessionEntity, row) : null;
-  }
+  const s = await entityById(em, CheckoutSessionEntity, id, sessionRowById);
   if (!s || s.merchantId !== m.id) throw new ApiError('SESSION_NOT_FOUND');
   return s;
 }

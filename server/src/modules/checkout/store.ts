@@ -151,6 +151,11 @@ export async function releaseMandateSubjects(tx: Em, sessionId: string): Promise
  * Counts one hit in a fixed window with one atomic upsert, so every server process shares
  * the count; returns the window's hits so far.
  */
+/** One hit in a fixed window ($1 the bucket, $2 the window's start), answering the window's count: alone or inside a larger statement. */
+const HIT_RATE_LIMIT_BUCKET = `insert into rate_limit_buckets (bucket, window_start, hits) values ($1, $2, 1)
+  on conflict (bucket, window_start) do update set hits = rate_limit_buckets.hits + 1
+  returning hits`;
+
 /** The catalog rows a checkout prices its lines from. */
 export type CheckoutItem = { id: string; sku: string; name: string; priceAmount: string; currency: string; available: boolean };
 export type CheckoutInputs = { hits: number; items: CheckoutItem[]; policy: { version: number; hash: string; body: Record<string, unknown> } | null };
@@ -164,17 +169,14 @@ export type CheckoutInputs = { hits: number; items: CheckoutItem[]; policy: { ve
 export async function readCheckoutInputs(em: Em, merchantId: string, skus: string[], bucket: string, windowStart: Date): Promise<CheckoutInputs> {
   const [row] = await runSql<{ hits: number | string; items: CheckoutItem[] | string; policy: CheckoutInputs['policy'] | string | null }>(
     em,
-    `with hit as (
-       insert into rate_limit_buckets (bucket, window_start, hits) values ($3, $4, 1)
-       on conflict (bucket, window_start) do update set hits = rate_limit_buckets.hits + 1
-       returning hits)
+    `with hit as (${HIT_RATE_LIMIT_BUCKET})
      select (select hits from hit) as hits,
        (select coalesce(json_agg(json_build_object('id', c.id, 'sku', c.sku, 'name', c.name, 'priceAmount', c.price_amount,
                 'currency', c.currency, 'available', c.available)), '[]'::json)
-          from catalog_items c where c.merchant_id = $1 and c.sku in (select jsonb_array_elements_text($2::text::jsonb))) as items,
+          from catalog_items c where c.merchant_id = $3 and c.sku in (select jsonb_array_elements_text($4::text::jsonb))) as items,
        (select json_build_object('version', p.version, 'hash', p.hash, 'body', p.body)
-          from policy_versions p where p.merchant_id = $1 and p.active) as policy`,
-    [merchantId, JSON.stringify(skus), bucket, windowStart],
+          from policy_versions p where p.merchant_id = $3 and p.active) as policy`,
+    [bucket, windowStart, merchantId, JSON.stringify(skus)],
   );
   const json = <T>(v: T | string): T => (typeof v === 'string' ? (JSON.parse(v) as T) : v);
   return { hits: Number(row!.hits), items: json(row!.items), policy: row!.policy === null ? null : json(row!.policy) };
@@ -205,12 +207,7 @@ export async function insertSession(em: Em, s: NewSession): Promise<void> {
 }
 
 export async function hitRateLimitBucket(em: Em, bucket: string, windowStart: Date): Promise<number> {
-  const rows = await em.execute<Array<{ hits: number }>>(
-    `insert into rate_limit_buckets (bucket, window_start, hits) values (?, ?, 1)
-     on conflict (bucket, window_start) do update set hits = rate_limit_buckets.hits + 1
-     returning hits`,
-    [bucket, windowStart],
-  );
+  const rows = await runSql<{ hits: number | string }>(em, HIT_RATE_LIMIT_BUCKET, [bucket, windowStart]);
   return Number(rows[0]?.hits ?? 0);
 }
 

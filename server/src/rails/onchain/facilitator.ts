@@ -435,10 +435,10 @@ export class OnchainFacilitator implements Facilitator {
 
   /** The first looks at a new flight, at EARLY_LOOKS_MS after its broadcast; the interval takes over after. */
   private async watchSoon(f: Flight): Promise<void> {
-    let at = 0;
+    const sent = Date.now();
     for (const due of EARLY_LOOKS_MS) {
-      if (due > at) await new Promise((r) => setTimeout(r, due - at));
-      at = due;
+      const wait = sent + due - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       if (!this.flights.has(f)) return;
       if (f.busy) continue;
       await this.watch(f);
