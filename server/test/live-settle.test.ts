@@ -11,6 +11,10 @@ import { sql } from './helpers/foundation.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
 import { startSettlementWorker, type SettlementWorker } from '../src/modules/settlement/reconciler.js';
 import { startLiveApp } from './helpers/live.js';
+import { countQueries } from './helpers/query-counter.js';
+import { resolveAttempt } from '../src/modules/settlement/engine.js';
+import { writeAcceptedAttempt } from '../src/modules/settlement/store.js';
+import { OrderEntity } from '../src/modules/orders/entity.js';
 
 /**
  * Live mode end to end on a real EVM: anvil with chain id 8453 and an EIP-3009 token at the
@@ -192,6 +196,84 @@ describe('live mode on a real chain (onchain facilitator)', () => {
       (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = realWait;
       await chain.setAutomine(true);
     }
+  });
+
+  it('GIVEN a live settle WHEN the transfer is mined THEN phase 3 is one statement after the broadcast: 11 statements in all for the settle', async () => {
+    const buyer = await fundedBuyer();
+    const warm = await openLive();
+    expect((await settle(app, base, warm.id, await signPayment(buyer, warm.pr))).status).toBe(200);
+    const s = await openLive();
+    const payment = await signPayment(buyer, s.pr);
+    const counter = await countQueries(app.services.orm);
+    let res: Awaited<ReturnType<typeof settle>>;
+    try {
+      res = await settle(app, base, s.id, payment);
+    } finally {
+      counter.stop();
+    }
+    expect(res.status, res.text).toBe(200);
+    const listing = counter.statements.map((t, i) => `${i + 1}. ${t}`).join('\n');
+    const broadcast = counter.statements.findIndex((t) => t.startsWith('insert into settlement_transactions'));
+    expect(broadcast, listing).toBeGreaterThan(0);
+    // after the broadcast's record: the attempt's session as committed, then the one write
+    expect(counter.statements.slice(broadcast + 1), listing).toEqual([expect.stringMatching(/^select s\.\*, a\.payment_hash/), expect.stringMatching(/^with a as \( update settlement_attempts/)]);
+    expect(counter.count, listing).toBeLessThanOrEqual(11);
+    expect(await ordersOf(app, s.id)).toHaveLength(1);
+    expect(await eventTypes(app, s.id)).toEqual(['order.accepted', 'order.settled']);
+    expect(await countRows('receipts', 'session_id = ?', [s.id])).toBe(1);
+    expect(await sql(app, 'select subject_type, reason from reputation_events where session_id = ? order by subject_type', [s.id])).toEqual([
+      { subject_type: 'agent', reason: 'accepted' },
+      { subject_type: 'merchant', reason: 'settled_merchant' },
+    ]);
+  });
+
+  it('GIVEN a pending live attempt whose transfer is mined WHEN two resolvers write phase 3 at once THEN one order, one receipt and one pair of events, both report the same accepted result, and a late write changes nothing', async () => {
+    const buyer = await fundedBuyer();
+    const s = await openLive();
+    await chain.setAutomine(false);
+    const realWait = app.services.config.SVC_SETTLE_WAIT_MS;
+    (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = 500;
+    try {
+      const res = await settle(app, base, s.id, await signPayment(buyer, s.pr));
+      expect(res.status, res.text).toBe(202);
+    } finally {
+      (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = realWait;
+      await chain.mine();
+      await chain.setAutomine(true);
+    }
+    const [attempt] = await sql<{ id: string; status: string }>(app, 'select id, status from settlement_attempts where session_id = ?', [s.id]);
+    expect(attempt!.status).toBe('pending');
+    const [tx] = await sql<{ tx_hash: string }>(app, 'select tx_hash from settlement_transactions where attempt_id = ?', [attempt!.id]);
+    const settled = { status: 'settled' as const, reference: tx!.tx_hash };
+    const both = await Promise.all([resolveAttempt(app.services, attempt!.id, settled), resolveAttempt(app.services, attempt!.id, settled)]);
+    for (const r of both) expect(r.kind).toBe('accepted');
+    const [a, b] = both.map((r) => (r.kind === 'accepted' ? r.result.body : null));
+    expect(a).toEqual(b);
+    expect(await ordersOf(app, s.id)).toHaveLength(1);
+    expect(await countRows('receipts', 'session_id = ?', [s.id])).toBe(1);
+    expect(await eventTypes(app, s.id)).toEqual(['order.accepted', 'order.settled']);
+
+    // The write itself refuses a resolved attempt: nothing of a late writer lands.
+    const late = await writeAcceptedAttempt(app.services.orm.em.fork(), {
+      attemptId: attempt!.id,
+      reference: tx!.tx_hash,
+      now: new Date(),
+      order: { ...(await app.services.orm.em.fork().findOneOrFail(OrderEntity, { sessionId: s.id })), id: 'ord_late', receiptId: 'rcpt_late' },
+      receipt: { id: 'rcpt_late', orderId: 'ord_late', sessionId: s.id, merchantId, jws: 'x', claims: {}, createdAt: new Date() },
+      sessionId: s.id,
+      session: { settledAt: new Date(), orderId: 'ord_late', receiptId: 'rcpt_late', receiptJws: 'x', settlementRef: tx!.tx_hash, verdict: null, settlePaymentHash: 'x', settleStatus: 200, settleResponse: '{}' },
+      events: app.services.events.prepare([{ type: 'order.settled', projectId: 'proj_x', merchantId, livemode: true, object: { id: 'ord_late' } as never }]).rows,
+      fanOutCtes: app.services.events.fanOutCtes,
+      deltas: [{ sessionId: `${s.id}_late`, subjectType: 'agent', subjectId: 'late', delta: 10, reason: 'accepted' }],
+      neutralScore: 500,
+    });
+    expect(late).toEqual({ accepted: false, fanned: [] });
+    expect(await countRows('orders', "id = 'ord_late'", [])).toBe(0);
+    expect(await countRows('receipts', "id = 'rcpt_late'", [])).toBe(0);
+    expect(await countRows('reputation_events', 'session_id = ?', [`${s.id}_late`])).toBe(0);
+    expect(await eventTypes(app, s.id)).toEqual(['order.accepted', 'order.settled']);
+    expect((await poll(app, base, s.id)).body).toMatchObject({ state: 'accepted', settlement: { reference: tx!.tx_hash } });
+    expect((await ordersOf(app, s.id))[0]).toMatchObject({ id: a!.order_id });
   });
 
   it('GIVEN a held live order approved after its authorization expired WHEN the agent waits THEN it signs again and the order settles on chain', async () => {

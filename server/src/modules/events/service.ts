@@ -1,7 +1,7 @@
 import type { EndpointTestWebhookEvent, OrderWebhookEvent, WebhookEvent } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
-import { insertEvents } from './store.js';
+import { insertEvents, type NewEventRow } from './store.js';
 import { reorderOrderEventObject } from '../orders/present.js';
 
 /** An event as stored and delivered (the contract's WebhookEvent). */
@@ -63,13 +63,20 @@ export class EventOutbox {
   }
 
   async recordMany(tx: Em, inputs: RecordEventInput[]): Promise<EventEnvelope[]> {
-    const envelopes = inputs.map((input) => {
+    const { rows, envelopes } = this.prepare(inputs);
+    const fanned = await insertEvents(tx, rows, this.fanOutCtes);
+    this.fanned(fanned);
+    return envelopes;
+  }
+
+  /** The rows and envelopes of events about to be recorded, for a statement that writes them with other rows (`eventCtes`). */
+  prepare(inputs: RecordEventInput[]): { rows: NewEventRow[]; envelopes: EventEnvelope[] } {
+    const made = inputs.map((input) => {
       const now = input.now ?? this.clock();
       return { input, now, envelope: envelopeOf(newId('evt'), Math.floor(now.getTime() / 1000), input.livemode, input) };
     });
-    const fanned = await insertEvents(
-      tx,
-      envelopes.map(({ input, now, envelope }) => ({
+    return {
+      rows: made.map(({ input, now, envelope }) => ({
         id: envelope.id,
         projectId: input.projectId,
         merchantId: input.merchantId,
@@ -79,9 +86,17 @@ export class EventOutbox {
         createdAt: now,
         onlyEndpoint: input.type === 'webhook_endpoint.test' ? input.object.id : null,
       })),
-      this.fanOut?.ctes ?? null,
-    );
-    this.fanOut?.onFanned(fanned.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id })));
-    return envelopes.map((e) => e.envelope);
+      envelopes: made.map((e) => e.envelope),
+    };
+  }
+
+  /** The fan-out's CTEs for `eventCtes`, or null without one. */
+  get fanOutCtes(): string | null {
+    return this.fanOut?.ctes ?? null;
+  }
+
+  /** What the fan-out enqueued (the `fanned` rows of the statement that wrote the events). */
+  fanned(rows: Array<{ event_id: string; endpoint_id: string }>): void {
+    this.fanOut?.onFanned(rows.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id })));
   }
 }

@@ -24,14 +24,15 @@ export type NewEventRow = {
 };
 
 /**
- * Inserts events in one statement, with their fan-out: `fanOutCtes` are CTEs (from the
- * webhooks store) over `ev(ord, id, project_id, livemode, type, body, only_endpoint)`, the
- * events being written, that end in `fanned(event_id, endpoint_id)`. A fan-out's rows reference
- * these events; foreign keys are checked at the end of the statement, so one statement holds
- * both. Returns the fanned-out (event id, endpoint id) pairs.
+ * The CTEs that insert events with their fan-out, for a statement of the caller's: `ev(ord, id,
+ * project_id, merchant_id, livemode, type, body, created_at, only_endpoint)`, the events being
+ * written, then their insert and `fanOutCtes` (from the webhooks store), CTEs over `ev` that end
+ * in `fanned(event_id, endpoint_id)`. A fan-out's rows reference these events; foreign keys are
+ * checked at the end of the statement, so one statement holds both. `guard`, an SQL condition,
+ * keeps every row out unless it holds (a statement that writes the events only beside its other
+ * writes). Values are appended to `params`.
  */
-export async function insertEvents(tx: Em, rows: NewEventRow[], fanOutCtes: string | null): Promise<Array<{ event_id: string; endpoint_id: string }>> {
-  const params: SqlValue[] = [];
+export function eventCtes(params: SqlValue[], rows: NewEventRow[], fanOutCtes: string | null, guard = 'true'): string {
   const values = rows
     .map((r, i) => {
       const at = params.length;
@@ -40,13 +41,20 @@ export async function insertEvents(tx: Em, rows: NewEventRow[], fanOutCtes: stri
       return `(${i}, ${$(1)}::text, ${$(2)}::text, ${$(3)}::text, ${$(4)}::boolean, ${$(5)}::text, ${$(6)}::text, ${$(7)}::timestamptz, ${$(8)}::text)`;
     })
     .join(', ');
+  return `ev (ord, id, project_id, merchant_id, livemode, type, body, created_at, only_endpoint) as (select * from (values ${values}) as v where ${guard}),
+     ev_inserted as (
+       insert into events (id, project_id, merchant_id, livemode, type, payload, created_at)
+       select id, project_id, merchant_id, livemode, type, body::jsonb, created_at from ev order by ord)${fanOutCtes ? `,\n     ${fanOutCtes}` : ''}`;
+}
+
+/** Inserts events in one statement, with their fan-out (`eventCtes`). Returns the fanned-out (event id, endpoint id) pairs. */
+export async function insertEvents(tx: Em, rows: NewEventRow[], fanOutCtes: string | null): Promise<Array<{ event_id: string; endpoint_id: string }>> {
+  const params: SqlValue[] = [];
+  const ctes = eventCtes(params, rows, fanOutCtes);
   return runSql<{ event_id: string; endpoint_id: string }>(
     tx,
-    `with ev (ord, id, project_id, merchant_id, livemode, type, body, created_at, only_endpoint) as (values ${values}),
-     inserted as (
-       insert into events (id, project_id, merchant_id, livemode, type, payload, created_at)
-       select id, project_id, merchant_id, livemode, type, body::jsonb, created_at from ev order by ord)
-     ${fanOutCtes ? `, ${fanOutCtes} select event_id, endpoint_id from fanned` : 'select null::text as event_id, null::text as endpoint_id where false'}`,
+    `with ${ctes}
+     ${fanOutCtes ? 'select event_id, endpoint_id from fanned' : 'select null::text as event_id, null::text as endpoint_id where false'}`,
     params,
   );
 }

@@ -48,3 +48,4 @@ export const ReceiptEntity = defineEntity({
     createdAt: p.datetime().columnType('timestamptz'),
   },
 });
+export type ReceiptRow = InstanceType<typeof ReceiptEntity.class>;

@@ -1,6 +1,6 @@
 import type { AgentReputation, ReputationTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import { applyReputationDeltas, findReputationScore } from './store.js';
+import { applyReputationDeltas, findReputationScore, type ReputationDelta } from './store.js';
 import { ApiError } from '../../lib/errors.js';
 import type { Services } from '../../services.js';
 
@@ -55,13 +55,15 @@ export async function applyOutcome(tx: Em, sessionId: string, type: SubjectType,
  * Several outcomes of one session (e.g. the agent's `accepted` and the merchant's
  * `settled_merchant`), each at most once, in one statement and in the order given.
  */
-export async function applyOutcomes(tx: Em, sessionId: string, outcomes: Array<{ type: SubjectType; subject: string; outcome: Outcome }>, now: Date): Promise<void> {
-  await applyReputationDeltas(
-    tx,
-    outcomes.map((o) => ({ sessionId, subjectType: o.type, subjectId: subjectKey(o.subject), delta: DELTAS[o.outcome], reason: o.outcome })),
-    NEUTRAL_SCORE,
-    now,
-  );
+export async function applyOutcomes(tx: Em, sessionId: string, outcomes: SessionOutcome[], now: Date): Promise<void> {
+  await applyReputationDeltas(tx, outcomeDeltas(sessionId, outcomes), NEUTRAL_SCORE, now);
+}
+
+export type SessionOutcome = { type: SubjectType; subject: string; outcome: Outcome };
+
+/** The deltas of a session's outcomes, for `applyOutcomes` or a statement that applies them with other writes (`reputationCtes`). */
+export function outcomeDeltas(sessionId: string, outcomes: SessionOutcome[]): ReputationDelta[] {
+  return outcomes.map((o) => ({ sessionId, subjectType: o.type, subjectId: subjectKey(o.subject), delta: DELTAS[o.outcome], reason: o.outcome }));
 }
 
 /** Public lookup: never throws, never waits more than `timeoutMs`; anything wrong is the neutral default. */

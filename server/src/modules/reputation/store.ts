@@ -15,14 +15,16 @@ export async function findReputationScore(em: Em, subjectType: string, subjectId
 export type ReputationDelta = { sessionId: string; subjectType: string; subjectId: string; delta: number; reason: string };
 
 /**
- * Outcomes of one session in one statement: each event is inserted at most once (insert-or-
- * nothing on its primary key) and only the ones inserted move their subject's score (an
- * atomic upsert, clamped to 0..1000, from `neutral` for a new subject), in the order given (so
- * the caller decides which row is locked last).
- * Returns the new scores of the subjects that moved.
+ * The CTEs that apply reputation deltas, for a statement of the caller's: each (session,
+ * subject, reason) counts once (`reputation_events` is unique on it), and only what was newly
+ * recorded moves a score, clamped to 0..1000, from `neutral` for a new subject. They end in
+ * `rep_scores(subject_type, subject_id, score)`. `guard`, an SQL condition, keeps every delta
+ * out unless it holds. Values are appended to `params`.
  */
-export async function applyReputationDeltas(tx: Em, deltas: ReputationDelta[], neutral: number, now: Date): Promise<Array<{ subject_type: string; subject_id: string; score: number }>> {
-  const params: SqlValue[] = [neutral, now];
+export function reputationCtes(params: SqlValue[], deltas: ReputationDelta[], neutral: number, now: Date, guard = 'true'): string {
+  const n = params.push(neutral, now);
+  const $neutral = `$${n - 1}::int`;
+  const $now = `$${n}::timestamptz`;
   const values = deltas
     .map((d, i) => {
       const at = params.length;
@@ -30,19 +32,25 @@ export async function applyReputationDeltas(tx: Em, deltas: ReputationDelta[], n
       return `(${i}, $${at + 1}::text, $${at + 2}::text, $${at + 3}::text, $${at + 4}::int, $${at + 5}::text)`;
     })
     .join(', ');
-  return runSql(
-    tx,
-    `with d (ord, session_id, subject_type, subject_id, delta, reason) as (values ${values}),
-     inserted as (
+  return `rep_d (ord, session_id, subject_type, subject_id, delta, reason) as (select * from (values ${values}) as v where ${guard}),
+     rep_events as (
        insert into reputation_events (session_id, subject_type, subject_id, delta, reason, created_at)
-       select session_id, subject_type, subject_id, delta, reason, $2::timestamptz from d order by ord
-       on conflict do nothing returning session_id, subject_type, subject_id, reason)
-     insert into reputation (subject_type, subject_id, score, outcomes, updated_at)
-     select d.subject_type, d.subject_id, least(1000, greatest(0, $1::int + d.delta)), 1, $2::timestamptz
-     from d join inserted i using (session_id, subject_type, subject_id, reason) order by d.ord
-     on conflict (subject_type, subject_id) do update
-       set score = least(1000, greatest(0, reputation.score + excluded.score - $1::int)), outcomes = reputation.outcomes + 1, updated_at = excluded.updated_at
-     returning subject_type, subject_id, score`,
-    params,
-  );
+       select session_id, subject_type, subject_id, delta, reason, ${$now} from rep_d order by ord
+       on conflict do nothing returning session_id, subject_type, subject_id, reason),
+     rep_scores as (
+       insert into reputation (subject_type, subject_id, score, outcomes, updated_at)
+       select d.subject_type, d.subject_id, least(1000, greatest(0, ${$neutral} + d.delta)), 1, ${$now}
+       from rep_d d join rep_events i using (session_id, subject_type, subject_id, reason) order by d.ord
+       on conflict (subject_type, subject_id) do update
+         set score = least(1000, greatest(0, reputation.score + excluded.score - ${$neutral})), outcomes = reputation.outcomes + 1, updated_at = excluded.updated_at
+       returning subject_type, subject_id, score)`;
+}
+
+/**
+ * Outcomes of one session in one statement (`reputationCtes`), in the order given (so the
+ * caller decides which row is locked last). Returns the new scores of the subjects that moved.
+ */
+export async function applyReputationDeltas(tx: Em, deltas: ReputationDelta[], neutral: number, now: Date): Promise<Array<{ subject_type: string; subject_id: string; score: number }>> {
+  const params: SqlValue[] = [];
+  return runSql(tx, `with ${reputationCtes(params, deltas, neutral, now)} select subject_type, subject_id, score from rep_scores`, params);
 }

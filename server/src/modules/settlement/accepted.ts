@@ -8,9 +8,10 @@ import { importReceiptKey, inputFingerprint, signReceipt, type ReceiptClaims, ty
 import type { MandateResult } from '../gate/mandate.js';
 import type { Verdict } from '../gate/verdict.js';
 import type { MerchantRow } from '../merchants/service.js';
-import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
+import { OrderEntity, ReceiptEntity, type OrderRow, type ReceiptRow } from '../orders/entity.js';
 import { presentOrderEvent } from '../orders/present.js';
-import { applyOutcomes } from '../reputation/service.js';
+import type { RecordEventInput } from '../events/service.js';
+import { applyOutcomes, type SessionOutcome } from '../reputation/service.js';
 
 /** What the gate decided and on which inputs: stored on the session while held or settling. */
 export type GateContext = { mandate: MandateResult; verdict: Verdict; policyVersion: number; policyHash: string; fingerprintInputs: Record<string, unknown> };
@@ -18,8 +19,9 @@ export type GateContext = { mandate: MandateResult; verdict: Verdict; policyVers
 /** The settle route's 200 (the contract's SettleAccepted). */
 export type AcceptedResult = { status: 200; body: SettleAccepted };
 
-export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult) {
-  return tx.create(OrderEntity, {
+/** A new order's fields (the row `newOrder` creates, or one statement inserts). */
+export function orderFields(now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult): OrderRow {
+  return {
     id: newId('ord'),
     sessionId: s.id,
     projectId: m.projectId,
@@ -40,7 +42,11 @@ export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decis
     settlementAttemptId: null,
     settlementStatus: null,
     createdAt: now,
-  });
+  };
+}
+
+export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult) {
+  return tx.create(OrderEntity, orderFields(now, m, s, decision, tier, mandate));
 }
 
 /**
@@ -70,23 +76,29 @@ export function storeSettleResult<R extends { status: number; body: unknown }>(s
   return result;
 }
 
+/** What an accepted settle writes around its order, computed before anything is written. */
+export type AcceptedWrites = {
+  receipt: ReceiptRow;
+  /** The session's columns that change. */
+  session: Pick<SessionRow, 'state' | 'settledAt' | 'orderId' | 'receiptId' | 'receiptJws' | 'settlementRef' | 'verdict' | 'paymentError' | 'gate' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse'>;
+  events: RecordEventInput[];
+  outcomes: SessionOutcome[];
+  result: AcceptedResult;
+};
+
 /**
- * Phase 3, in the caller's transaction, once the funds moved: the order (or the held one),
- * the receipt, reputation deltas, the session `accepted` and both events. The attempt must
- * be `settled` in this unit of work (flushed or not): the order's foreign key demands it, and
- * the order's relation to it makes the flush insert it first.
+ * The accept: `order` (new or the held one) gets its settlement, and the receipt is signed over
+ * it. Everything else is returned for the caller to write: the unit of work (`writeAccepted`)
+ * or one statement (settlement/store.ts `writeAcceptedAttempt`).
  */
-export async function writeAccepted(
-  tx: Em,
-  services: Pick<Services, 'box' | 'now' | 'events'>,
+export async function acceptedWrites(
+  services: Pick<Services, 'box'>,
   m: MerchantRow,
-  s: InstanceType<typeof CheckoutSessionEntity.class>,
-  input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string },
-): Promise<AcceptedResult> {
-  const { gate, reference } = input;
-  const now = services.now();
-  let order = s.orderId ? await tx.findOne(OrderEntity, { id: s.orderId }) : null;
-  if (!order) order = newOrder(tx, now, m, s, 'accept', gate.verdict.tier, gate.mandate);
+  s: SessionRow,
+  order: OrderRow,
+  input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string; now: Date },
+): Promise<AcceptedWrites> {
+  const { gate, reference, now } = input;
   const receiptId = newId('rcpt');
   order.decision = 'accept';
   order.settlementRef = reference;
@@ -116,35 +128,63 @@ export async function writeAccepted(
     inputFingerprint: inputFingerprint(gate.fingerprintInputs),
   };
   const jws = await signReceipt(await receiptKeyOf(services.box, m), claims);
-  tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown>, createdAt: now });
-
-  s.state = 'accepted';
-  s.settledAt = now;
-  s.orderId = order.id;
-  s.receiptId = receiptId;
-  s.receiptJws = jws;
-  s.settlementRef = reference;
-  s.verdict = gate.verdict;
-  s.paymentError = null;
-  s.gate = null;
   const result: AcceptedResult = {
     status: 200,
     body: { status: 'accepted', order_id: order.id, receipt: jws, fulfillment: { rail: s.rail, reference } },
   };
-  storeSettleResult(s, input.paymentHash, result);
+  const event = { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, object: presentOrderEvent(order), now };
+  return {
+    receipt: { id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown>, createdAt: now },
+    session: {
+      state: 'accepted',
+      settledAt: now,
+      orderId: order.id,
+      receiptId,
+      receiptJws: jws,
+      settlementRef: reference,
+      verdict: gate.verdict,
+      paymentError: null,
+      gate: null,
+      // the terminal result, stored so the same payment replays it byte for byte (storeSettleResult)
+      settlePaymentHash: input.paymentHash,
+      settleStatus: result.status,
+      settleResponse: JSON.stringify(result.body),
+    },
+    events: [
+      { ...event, type: 'order.accepted' },
+      { ...event, type: 'order.settled' },
+    ],
+    // The merchant's reputation row is one hot row per merchant: written last, so its lock is held only until the commit.
+    outcomes: [
+      { type: 'agent', subject: s.agentId, outcome: 'accepted' },
+      { type: 'merchant', subject: m.id, outcome: 'settled_merchant' },
+    ],
+    result,
+  };
+}
+
+/**
+ * Phase 3, in the caller's transaction, once the funds moved: the order (or the held one),
+ * the receipt, reputation deltas, the session `accepted` and both events. The attempt must
+ * be `settled` in this unit of work (flushed or not): the order's foreign key demands it, and
+ * the order's relation to it makes the flush insert it first.
+ */
+export async function writeAccepted(
+  tx: Em,
+  services: Pick<Services, 'box' | 'now' | 'events'>,
+  m: MerchantRow,
+  s: InstanceType<typeof CheckoutSessionEntity.class>,
+  input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string },
+): Promise<AcceptedResult> {
+  const now = services.now();
+  let order = s.orderId ? await tx.findOne(OrderEntity, { id: s.orderId }) : null;
+  if (!order) order = newOrder(tx, now, m, s, 'accept', input.gate.verdict.tier, input.gate.mandate);
+  const w = await acceptedWrites(services, m, s, order, { ...input, now });
+  tx.create(ReceiptEntity, w.receipt);
+  Object.assign(s, w.session);
   // One flush: the attempt (settled), the order, the receipt, and the session's one update.
   await tx.flush();
-  const object = presentOrderEvent(order);
-  const event = { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, object, now };
-  await services.events.recordMany(tx, [
-    { ...event, type: 'order.accepted' },
-    { ...event, type: 'order.settled' },
-  ]);
-  // Last, in one statement: the agent's and the merchant's outcomes. The merchant's row is one
-  // hot row per merchant, so its lock (taken after the agent's) is held only until the commit.
-  await applyOutcomes(tx, s.id, [
-    { type: 'agent', subject: s.agentId, outcome: 'accepted' },
-    { type: 'merchant', subject: m.id, outcome: 'settled_merchant' },
-  ], now);
-  return result;
+  await services.events.recordMany(tx, w.events);
+  await applyOutcomes(tx, s.id, w.outcomes, now);
+  return w.result;
 }

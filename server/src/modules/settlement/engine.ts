@@ -8,9 +8,11 @@ import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
 import { lockSessionRow, releaseMandateSubjects, releasePaymentNonces } from '../checkout/store.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
-import { applyOutcome } from '../reputation/service.js';
-import { writeAccepted, type AcceptedResult, type GateContext } from './accepted.js';
-import { insertSettlementTransaction, lockAttemptRow } from './store.js';
+import { applyOutcome, NEUTRAL_SCORE, outcomeDeltas } from '../reputation/service.js';
+import { merchantRowById } from '../merchants/store.js';
+import { entityById } from '../../db/sql.js';
+import { acceptedWrites, orderFields, writeAccepted, type AcceptedResult, type GateContext } from './accepted.js';
+import { insertSettlementTransaction, lockAttemptRow, pendingAttemptSession, writeAcceptedAttempt } from './store.js';
 import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow, type ReturnState } from './entity.js';
 
 /**
@@ -155,6 +157,10 @@ export async function resolveAttempt(
     });
     return { kind: 'pending', attemptId };
   }
+  if (outcome.status === 'settled') {
+    const accepted = await acceptInOneStatement(services, attemptId, outcome.reference, now, opts.merchant);
+    if (accepted) return accepted;
+  }
   return services.orm.em.fork().transactional(async (tx) => {
     // The attempt, then its session, each locked (the order every resolver takes), by prepared statements.
     const a = tx.map(SettlementAttemptEntity, found(await lockAttemptRow(tx, attemptId), 'settlement attempt', attemptId));
@@ -184,6 +190,41 @@ export async function resolveAttempt(
     await tx.flush();
     return { kind: 'failed' as const, code: outcome.code, human: outcome.human, returnState: a.returnState };
   });
+}
+
+/**
+ * Phase 3 of a settled attempt as one statement (store.ts `writeAcceptedAttempt`), computed from
+ * the attempt's session as committed: the usual case, a session with no order yet. Null when the
+ * session holds an order (an approved hold's, updated by the transaction in resolveAttempt) or
+ * when the attempt is no longer pending; that transaction then reports what was stored.
+ */
+async function acceptInOneStatement(services: Services, attemptId: string, reference: string, now: Date, merchant?: MerchantRow): Promise<AttemptOutcome | null> {
+  const em = services.orm.em.fork();
+  const pending = await pendingAttemptSession(em, attemptId);
+  if (!pending || pending.session.order_id) return null;
+  const s = em.map(CheckoutSessionEntity, pending.session as never);
+  const m = merchant?.id === pending.merchantId ? merchant : await entityById(em, MerchantEntity, pending.merchantId, merchantRowById);
+  if (!m) throw new Error(`merchant ${pending.merchantId} not found`);
+  const gate = s.gate as unknown as GateContext;
+  const order = orderFields(now, m, s, 'accept', gate.verdict.tier, gate.mandate);
+  const w = await acceptedWrites(services, m, s, order, { paymentHash: pending.paymentHash, gate, reference, attemptId, now });
+  const done = await writeAcceptedAttempt(em, {
+    attemptId,
+    reference,
+    now,
+    order,
+    receipt: w.receipt,
+    sessionId: s.id,
+    session: w.session,
+    events: services.events.prepare(w.events).rows,
+    fanOutCtes: services.events.fanOutCtes,
+    deltas: outcomeDeltas(s.id, w.outcomes),
+    neutralScore: NEUTRAL_SCORE,
+  });
+  if (!done.accepted) return null;
+  services.events.fanned(done.fanned);
+  services.wake.committedOutsideTransaction();
+  return { kind: 'accepted', result: w.result };
 }
 
 function found<R>(row: R | undefined, what: string, id: string): R {

@@ -1,5 +1,10 @@
 import type { Em } from '../../db/orm.js';
-import { runSql } from '../../db/sql.js';
+import { runSql, type SqlValue } from '../../db/sql.js';
+import type { NewEventRow } from '../events/store.js';
+import { eventCtes } from '../events/store.js';
+import type { OrderRow, ReceiptRow } from '../orders/entity.js';
+import { reputationCtes, type ReputationDelta } from '../reputation/store.js';
+import type { SessionRow } from '../checkout/entity.js';
 
 /**
  * `settlement_attempts` and `settlement_transactions` are entities (./entity.ts); the claim
@@ -27,6 +32,86 @@ export async function claimDueAttempts(tx: Em, leaseSeconds: number, limit: numb
 export async function lockAttemptRow(tx: Em, attemptId: string): Promise<Record<string, unknown> | undefined> {
   const [row] = await runSql(tx, 'select * from settlement_attempts where id = $1 for update', [attemptId]);
   return row;
+}
+
+/**
+ * A pending attempt's session row, with the attempt's payment hash and merchant (prepared, no
+ * lock): what `writeAcceptedAttempt` is computed from. Undefined once the attempt is resolved.
+ */
+export async function pendingAttemptSession(
+  em: Em,
+  attemptId: string,
+): Promise<{ session: Record<string, unknown>; paymentHash: string; merchantId: string } | undefined> {
+  const [row] = await runSql<Record<string, unknown> & { attempt_payment_hash: string; attempt_merchant_id: string }>(
+    em,
+    `select s.*, a.payment_hash as attempt_payment_hash, a.merchant_id as attempt_merchant_id
+     from settlement_attempts a join checkout_sessions s on s.id = a.session_id where a.id = $1 and a.status = 'pending'`,
+    [attemptId],
+  );
+  if (!row) return undefined;
+  const { attempt_payment_hash: paymentHash, attempt_merchant_id: merchantId, ...session } = row;
+  return { session, paymentHash, merchantId };
+}
+
+/**
+ * Phase 3 of a settled attempt whose session holds no order yet, as one statement (atomic on
+ * its own, so no transaction around it): the attempt `settled` if it is still pending, and only
+ * then its session `accepted`, the order, the receipt, the events with their webhook fan-out
+ * and the reputation deltas. Whoever resolved the attempt first wins: when it is not pending
+ * any more nothing is written and `accepted` is false. The order's link to its settled attempt
+ * is checked at the end of the statement (orders_settlement_attempt_fk).
+ */
+export async function writeAcceptedAttempt(
+  em: Em,
+  w: {
+    attemptId: string;
+    reference: string;
+    now: Date;
+    order: OrderRow;
+    receipt: ReceiptRow;
+    sessionId: string;
+    session: Pick<SessionRow, 'settledAt' | 'orderId' | 'receiptId' | 'receiptJws' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse'>;
+    events: NewEventRow[];
+    fanOutCtes: string | null;
+    deltas: ReputationDelta[];
+    neutralScore: number;
+  },
+): Promise<{ accepted: boolean; fanned: Array<{ event_id: string; endpoint_id: string }> }> {
+  const params: SqlValue[] = [];
+  const $ = (v: SqlValue | undefined) => `$${params.push(v ?? null)}`;
+  const json = (v: unknown) => `${$(v === null || v === undefined ? null : JSON.stringify(v))}::text::jsonb`;
+  const { order: o, receipt: r, session: s } = w;
+  const written = 'exists (select 1 from o)';
+  const text = `with a as (
+       update settlement_attempts set status = 'settled', reference = ${$(w.reference)}::text, resolved_at = ${$(w.now)}::timestamptz
+       where id = ${$(w.attemptId)}::text and status = 'pending' returning session_id),
+     s as (
+       update checkout_sessions set state = 'accepted', settled_at = ${$(s.settledAt ?? null)}::timestamptz, order_id = ${$(s.orderId)}::text,
+         receipt_id = ${$(s.receiptId)}::text, receipt_jws = ${$(s.receiptJws)}::text, settlement_ref = ${$(s.settlementRef)}::text,
+         verdict = ${json(s.verdict)}, payment_error = null, gate = null, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
+         settle_status = ${$(s.settleStatus)}::int, settle_response = ${$(s.settleResponse)}::text
+       where id = (select session_id from a) and id = ${$(w.sessionId)}::text returning id),
+     o as (
+       insert into orders (id, session_id, project_id, merchant_id, livemode, agent_id, decision, total, items, rail_name, settlement_ref,
+         receipt_id, mandate_type, mandate_ref, trust_tier, buyer, source, settlement_attempt_id, settlement_status, created_at)
+       select ${$(o.id)}::text, s.id, ${$(o.projectId)}::text, ${$(o.merchantId)}::text, ${$(o.livemode)}::boolean, ${$(o.agentId)}::text,
+         ${$(o.decision)}::text, ${json(o.total)}, ${json(o.items)}, ${$(o.railName)}::text, ${$(o.settlementRef)}::text, ${$(o.receiptId)}::text,
+         ${$(o.mandateType)}::text, ${$(o.mandateRef)}::text, ${$(o.trustTier)}::text, ${json(o.buyer)}, ${$(o.source)}::text,
+         ${$(o.settlementAttemptId)}::text, ${$(o.settlementStatus)}::text, ${$(o.createdAt)}::timestamptz
+       from s returning id),
+     r as (
+       insert into receipts (id, order_id, session_id, merchant_id, jws, claims, created_at)
+       select ${$(r.id)}::text, o.id, ${$(r.sessionId)}::text, ${$(r.merchantId)}::text, ${$(r.jws)}::text, ${json(r.claims)}, ${$(r.createdAt)}::timestamptz
+       from o),
+     ${eventCtes(params, w.events, w.fanOutCtes, written)},
+     ${reputationCtes(params, w.deltas, w.neutralScore, w.now, written)}
+     select 'accepted' as kind, null::text as event_id, null::text as endpoint_id from o
+     ${w.fanOutCtes ? `union all select 'fanned', event_id, endpoint_id from fanned` : ''}`;
+  const rows = await runSql<{ kind: string; event_id: string | null; endpoint_id: string | null }>(em, text, params);
+  return {
+    accepted: rows.some((x) => x.kind === 'accepted'),
+    fanned: rows.filter((x) => x.kind === 'fanned').map((x) => ({ event_id: x.event_id!, endpoint_id: x.endpoint_id! })),
+  };
 }
 
 /**

@@ -27,6 +27,13 @@ export class CommitWake {
     this.enqueuedSinceCommit = true;
   }
 
+  /** After a statement that enqueued outside any transaction (it committed on its own): wakes now if it enqueued. */
+  committedOutsideTransaction(): void {
+    if (!this.enqueuedSinceCommit) return;
+    this.enqueuedSinceCommit = false;
+    for (const l of this.listeners) l();
+  }
+
   onWake(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
