@@ -91,12 +91,12 @@ export const recoverOnThisThread: RecoverSigner = (digest, signature) => recover
  */
 export async function recoverAuthorizationSigner(chain: ChainName, auth: Authorization, signature: Hex, recover: RecoverSigner = recoverOnThisThread): Promise<Address> {
   // A settle checks one proof twice (the gate's verify, then the facilitator's settle): the
-  // second check costs a hash (0.1 ms) and a lookup instead of a recovery (1.75 ms).
-  const digest = hashTypedData(transferTypedData(chain, auth));
-  const key = `${digest}${signature.toLowerCase()}`;
+  // second check is a lookup, keyed on everything the digest is made of, instead of the typed
+  // data's hash (0.14 ms) and a recovery (1.75 ms).
+  const key = `${chain}|${auth.from}|${auth.to}|${auth.value}|${auth.validAfter}|${auth.validBefore}|${auth.nonce}|${signature.toLowerCase()}`;
   const known = recoveredSigners.get(key);
   if (known) return known;
-  const signer = await recover(digest, signature);
+  const signer = await recover(hashTypedData(transferTypedData(chain, auth)), signature);
   if (recoveredSigners.size >= RECOVERED_SIGNERS_MAX) recoveredSigners.delete(recoveredSigners.keys().next().value!);
   recoveredSigners.set(key, signer);
   return signer;

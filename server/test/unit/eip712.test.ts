@@ -92,6 +92,33 @@ describe('checkAuthorization', () => {
     expect(await check({ ...a, value: AMOUNT }, sig)).toMatchObject({ ok: false, code: 'SIGNER_MISMATCH' });
   });
 
+  it('GIVEN a proof checked once (its signer remembered) WHEN any signed field or the chain differs THEN the signer is recovered anew, not taken from the memo', async () => {
+    const a = auth();
+    const sig = await sign(a);
+    expect(await check(a, sig)).toMatchObject({ ok: true });
+    const recovered: string[] = [];
+    const counting = async (digest: Hex, signature: Hex) => {
+      recovered.push(digest);
+      return (await import('viem')).recoverAddress({ hash: digest, signature });
+    };
+    // the same proof again: the memo answers, no recovery
+    expect(await recoverAuthorizationSigner('base-sepolia', a, sig, counting)).toBe(payer.address);
+    expect(recovered).toHaveLength(0);
+    const variants: Array<[string, Authorization, 'base' | 'base-sepolia']> = [
+      ['from', { ...a, from: payTo }, 'base-sepolia'],
+      ['to', { ...a, to: payer.address }, 'base-sepolia'],
+      ['value', { ...a, value: '1' }, 'base-sepolia'],
+      ['validAfter', { ...a, validAfter: a.validAfter + 1 }, 'base-sepolia'],
+      ['validBefore', { ...a, validBefore: a.validBefore + 1 }, 'base-sepolia'],
+      ['nonce', { ...a, nonce: toHex(randomBytes(32)) }, 'base-sepolia'],
+      ['chain', a, 'base'],
+    ];
+    for (const [field, variant, chain] of variants) {
+      expect(await recoverAuthorizationSigner(chain, variant, sig, counting), field).not.toBe(payer.address);
+    }
+    expect(recovered).toHaveLength(variants.length);
+  });
+
   it('GIVEN an unrecoverable signature (invalid v byte) THEN SIGNER_MISMATCH, not an exception', async () => {
     const a = auth();
     const sig = `0x${'11'.repeat(64)}05` as Hex;

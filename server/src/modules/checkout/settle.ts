@@ -18,7 +18,8 @@ import { policyHash } from '../policy/service.js';
 import { applyOutcome, reputationOfScore, subjectKey, type Reputation } from '../reputation/service.js';
 import { presentOrderEvent } from '../orders/present.js';
 import { newOrder, storeSettleResult, writeAccepted, type AcceptedResult, type GateContext } from '../settlement/accepted.js';
-import { driveAttempt, markSettled, openAttempt, type AttemptOutcome } from '../settlement/engine.js';
+import { attemptFields, driveAttempt, markSettled, openAttempt, type AttemptOutcome } from '../settlement/engine.js';
+import { insertAttemptSettling } from '../settlement/store.js';
 import type { ReturnState } from '../settlement/entity.js';
 import { CheckoutSessionEntity, totalOf, type SessionRow } from './entity.js';
 import { findSession, pollCall } from './service.js';
@@ -83,7 +84,7 @@ function x402Payment(payment: SettleBody['payment']): { auth: Authorization; sig
 }
 
 /** What phase 1 hands to phase 2: a committed attempt, or a result already final. */
-type Phase1 = { kind: 'done'; result: SettleResult } | { kind: 'drive'; attemptId: string; proof: PaymentProof; facilitator: Facilitator };
+type Phase1 = { kind: 'done'; result: SettleResult } | { kind: 'drive'; attemptId: string; proof: PaymentProof; facilitator: Facilitator; session: SessionRow };
 
 /**
  * POST settle: load -> idempotent replay -> proof check -> mandate verify -> phase 1 (one
@@ -217,7 +218,7 @@ async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: Set
     throw err;
   }
   if (phase1.kind === 'done') return phase1.result;
-  return settleResultOf(await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator, m), s);
+  return settleResultOf(await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator, { merchant: m, session: phase1.session }), s);
 }
 
 function settleResultOf(outcome: AttemptOutcome, s: Pick<SessionRow, 'pathPrefix' | 'id'>): SettleResult {
@@ -294,8 +295,9 @@ async function beginCapture(
   const now = services.now();
   const { proof, facilitator } = input;
   s.gate = input.gate as unknown as Record<string, unknown>;
-  const attempt = openAttempt(tx, services, { session: s, facilitator, rail: s.rail, proof, paymentHash: input.paymentHash, returnState: input.returnState, now });
+  const opening = { session: s, facilitator, rail: s.rail, proof, paymentHash: input.paymentHash, returnState: input.returnState, now };
   if (!facilitator || facilitator.inProcess) {
+    const attempt = openAttempt(tx, services, opening);
     let reference: string;
     if (!facilitator) {
       reference = settleMockRail().reference;
@@ -312,8 +314,12 @@ async function beginCapture(
   }
   s.state = 'settling';
   s.settlePaymentHash = input.paymentHash;
-  await tx.flush();
-  return { kind: 'drive', attemptId: attempt.id, proof: proof!, facilitator };
+  // One statement: the attempt and the session's phase-1 columns. The unit of work then takes
+  // the session as written, so the commit does not write it again.
+  const attempt = attemptFields(services, opening);
+  await insertAttemptSettling(tx, attempt, s);
+  tx.getUnitOfWork().merge(s);
+  return { kind: 'drive', attemptId: attempt.id, proof: proof!, facilitator, session: s };
 }
 
 async function recordPaymentInvalid(em: Em, now: Date, s: SessionRow, result: SettleResult): Promise<SettleResult> {
@@ -465,7 +471,7 @@ export async function resolveHold(ctx: Ctx, m: MerchantRow, sessionId: string, a
   // The expired hold was rejected and committed above; approving it is now a conflict.
   if (phase1.kind === 'expired') throw new ApiError('SESSION_NOT_HELD', 'The 24 h review window has passed; the session was rejected.');
   if (phase1.kind === 'done') return phase1.resolution;
-  const outcome = await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator, m);
+  const outcome = await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator, { merchant: m });
   if (outcome.kind === 'accepted') return { kind: 'approved', status: 200, body: outcome.result.body };
   if (outcome.kind === 'pending') {
     return {

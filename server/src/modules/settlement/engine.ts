@@ -34,8 +34,8 @@ const LEASE_MARGIN_MS = 5_000;
 /** After phase 2 answers `pending`, the reconciler may look at the attempt this soon. */
 const PENDING_RECHECK_MS = 1_000;
 
-export function openAttempt(
-  tx: Em,
+/** A new attempt's fields (`pending`), for `openAttempt` or a statement that inserts it (store.ts `insertAttemptSettling`). */
+export function attemptFields(
   services: Pick<Services, 'config'>,
   input: {
     session: SessionRow;
@@ -48,7 +48,7 @@ export function openAttempt(
   },
 ): AttemptRow {
   const { session: s, proof, now } = input;
-  return tx.create(SettlementAttemptEntity, {
+  return {
     id: newId('sat'),
     sessionId: s.id,
     merchantId: s.merchantId,
@@ -69,7 +69,12 @@ export function openAttempt(
     leaseUntil: new Date(now.getTime() + services.config.SVC_SETTLE_WAIT_MS + LEASE_MARGIN_MS),
     createdAt: now,
     resolvedAt: null,
-  });
+  };
+}
+
+/** Phase 1's attempt in the caller's unit of work. */
+export function openAttempt(tx: Em, services: Pick<Services, 'config'>, input: Parameters<typeof attemptFields>[1]): AttemptRow {
+  return tx.create(SettlementAttemptEntity, attemptFields(services, input));
 }
 
 /** Marks an attempt settled in the caller's transaction (before the order that references it). */
@@ -108,8 +113,12 @@ export async function driveAttempt(
   attemptId: string,
   proof: PaymentProof,
   facilitator: Facilitator,
-  /** The attempt's merchant when the caller has it in hand (the settle request), so phase 3 need not read it again. */
-  merchant?: MerchantRow,
+  /**
+   * What the caller has in hand (the settle request), so phase 3 need not read it again: the
+   * attempt's merchant, and its session as phase 1 committed it (`settling`; nothing but a
+   * resolver, which must win the attempt first, changes it after).
+   */
+  known: { merchant?: MerchantRow; session?: SessionRow } = {},
 ): Promise<AttemptOutcome> {
   let recorded = 0;
   let outcome: SettleOutcome;
@@ -133,7 +142,7 @@ export async function driveAttempt(
       throw err instanceof ApiError ? err : new ApiError('FACILITATOR_UNAVAILABLE', 'The facilitator could not be reached; nothing was sent. Retry the settle.');
     }
   }
-  return resolveAttempt(services, attemptId, outcome, { merchant });
+  return resolveAttempt(services, attemptId, outcome, known);
 }
 
 /**
@@ -144,7 +153,7 @@ export async function resolveAttempt(
   services: Services,
   attemptId: string,
   outcome: SettleOutcome,
-  opts: { penalize?: boolean; merchant?: MerchantRow } = {},
+  opts: { penalize?: boolean; merchant?: MerchantRow; session?: SessionRow } = {},
 ): Promise<AttemptOutcome> {
   const now = services.now();
   if (outcome.status === 'pending') {
@@ -158,7 +167,7 @@ export async function resolveAttempt(
     return { kind: 'pending', attemptId };
   }
   if (outcome.status === 'settled') {
-    const accepted = await acceptInOneStatement(services, attemptId, outcome.reference, now, opts.merchant);
+    const accepted = await acceptInOneStatement(services, attemptId, outcome.reference, now, opts);
     if (accepted) return accepted;
   }
   return services.orm.em.fork().transactional(async (tx) => {
@@ -198,16 +207,32 @@ export async function resolveAttempt(
  * session holds an order (an approved hold's, updated by the transaction in resolveAttempt) or
  * when the attempt is no longer pending; that transaction then reports what was stored.
  */
-async function acceptInOneStatement(services: Services, attemptId: string, reference: string, now: Date, merchant?: MerchantRow): Promise<AttemptOutcome | null> {
+async function acceptInOneStatement(
+  services: Services,
+  attemptId: string,
+  reference: string,
+  now: Date,
+  known: { merchant?: MerchantRow; session?: SessionRow },
+): Promise<AttemptOutcome | null> {
   const em = services.orm.em.fork();
-  const pending = await pendingAttemptSession(em, attemptId);
-  if (!pending || pending.session.order_id) return null;
-  const s = em.map(CheckoutSessionEntity, pending.session as never);
-  const m = merchant?.id === pending.merchantId ? merchant : await entityById(em, MerchantEntity, pending.merchantId, merchantRowById);
-  if (!m) throw new Error(`merchant ${pending.merchantId} not found`);
+  let s: SessionRow;
+  let paymentHash: string;
+  if (known.session?.state === 'settling' && known.session.settlePaymentHash) {
+    // phase 1 wrote the payment's hash on the session beside the attempt
+    s = known.session;
+    paymentHash = known.session.settlePaymentHash;
+  } else {
+    const pending = await pendingAttemptSession(em, attemptId);
+    if (!pending) return null;
+    s = em.map(CheckoutSessionEntity, pending.session as never);
+    paymentHash = pending.paymentHash;
+  }
+  if (s.orderId) return null;
+  const m = known.merchant?.id === s.merchantId ? known.merchant : await entityById(em, MerchantEntity, s.merchantId, merchantRowById);
+  if (!m) throw new Error(`merchant ${s.merchantId} not found`);
   const gate = s.gate as unknown as GateContext;
   const order = orderFields(now, m, s, 'accept', gate.verdict.tier, gate.mandate);
-  const w = await acceptedWrites(services, m, s, order, { paymentHash: pending.paymentHash, gate, reference, attemptId, now });
+  const w = await acceptedWrites(services, m, s, order, { paymentHash, gate, reference, attemptId, now });
   const done = await writeAcceptedAttempt(em, {
     attemptId,
     reference,

@@ -5,6 +5,7 @@ import { eventCtes } from '../events/store.js';
 import type { OrderRow, ReceiptRow } from '../orders/entity.js';
 import { reputationCtes, type ReputationDelta } from '../reputation/store.js';
 import type { SessionRow } from '../checkout/entity.js';
+import type { AttemptRow } from './entity.js';
 
 /**
  * `settlement_attempts` and `settlement_transactions` are entities (./entity.ts); the claim
@@ -32,6 +33,33 @@ export async function claimDueAttempts(tx: Em, leaseSeconds: number, limit: numb
 export async function lockAttemptRow(tx: Em, attemptId: string): Promise<Record<string, unknown> | undefined> {
   const [row] = await runSql(tx, 'select * from settlement_attempts where id = $1 for update', [attemptId]);
   return row;
+}
+
+/**
+ * Phase 1's writes for a facilitator outside the process, in one statement: the attempt
+ * (`pending`) and the session `settling` with the gate's columns (policy, payment, verdict,
+ * gate context) as the caller's row holds them.
+ */
+export async function insertAttemptSettling(tx: Em, a: AttemptRow, s: SessionRow): Promise<void> {
+  const params: SqlValue[] = [];
+  const $ = (v: SqlValue | undefined) => `$${params.push(v ?? null)}`;
+  const json = (v: unknown) => `${$(v === null || v === undefined ? null : JSON.stringify(v))}::text::jsonb`;
+  const [row] = await runSql<{ id: string }>(
+    tx,
+    `with a as (
+       insert into settlement_attempts (id, session_id, merchant_id, livemode, return_state, rail, facilitator, chain, payer, nonce,
+         amount_base_units, proof, payment_hash, status, reference, failure_code, failure_human, lease_until, created_at, resolved_at)
+       values (${$(a.id)}::text, ${$(a.sessionId)}::text, ${$(a.merchantId)}::text, ${$(a.livemode)}::boolean, ${$(a.returnState)}::text,
+         ${$(a.rail)}::text, ${$(a.facilitator)}::text, ${$(a.chain)}::text, ${$(a.payer)}::text, ${$(a.nonce)}::text, ${$(a.amountBaseUnits)}::text,
+         ${json(a.proof)}, ${$(a.paymentHash)}::text, ${$(a.status)}::text, ${$(a.reference)}::text, ${$(a.failureCode)}::text,
+         ${$(a.failureHuman)}::text, ${$(a.leaseUntil)}::timestamptz, ${$(a.createdAt)}::timestamptz, ${$(a.resolvedAt)}::timestamptz))
+     update checkout_sessions set state = ${$(s.state)}::text, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
+       policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)},
+       payment_error = ${json(s.paymentError)}, verdict = ${json(s.verdict)}, gate = ${json(s.gate)}
+     where id = ${$(s.id)}::text returning id`,
+    params,
+  );
+  if (!row) throw new Error(`checkout session ${s.id} not found`);
 }
 
 /**
