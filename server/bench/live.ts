@@ -55,7 +55,7 @@ export type LiveBenchOptions = {
   relayers?: number[];
   /** anvil mining modes: 0 = automine, n = `--block-time n`. Default [0, 1]. */
   blockTimes?: number[];
-  /** Paid requests in a cell with `b` buyers. Default: 6 for one buyer, else max(16, 2 b). */
+  /** Paid requests in a cell with `b` buyers. Default: 6 for one buyer, else max(16, 4 b): four rounds per buyer at 16 buyers, so one slow request moves the figure less. */
   requestsPerCell?: (buyers: number) => number;
   /** Concurrent agents and settles for the test-mode mock line. Default 16 and 96. */
   mockAgents?: number;
@@ -356,7 +356,7 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
   const buyerCounts = opts.buyers ?? [1, 4, 16];
   const relayerCounts = opts.relayers ?? [1, 4];
   const blockTimes = opts.blockTimes ?? [0, 1];
-  const perCell = opts.requestsPerCell ?? ((b: number) => (b === 1 ? 6 : Math.max(16, 2 * b)));
+  const perCell = opts.requestsPerCell ?? ((b: number) => (b === 1 ? 6 : Math.max(16, 4 * b)));
   const started = performance.now();
 
   const adminUrl = process.env.DATABASE_URL;

@@ -195,6 +195,8 @@ describe('the merchant dashboard in Chromium', () => {
     expect(verifyWebhook(replayed.raw, String(replayed.headers['svc-signature']), secret).ok).toBe(true);
     await waitUntil(async () => {
       await page.reload();
+      // the deliveries render once the page's requests answer: count them then, not at the load event
+      await page.getByTestId('delivery').first().waitFor();
       return (await page.getByTestId('delivery').filter({ hasText: '(replay)' }).filter({ hasText: 'succeeded' }).count()) > 0;
     }, 'the replay shown as succeeded');
     await shot(page, '09-event-replayed');
