@@ -216,8 +216,8 @@ describe('live mode on a real chain (onchain facilitator)', () => {
     const broadcast = counter.statements.findIndex((t) => t.startsWith('insert into settlement_transactions'));
     expect(broadcast, listing).toBeGreaterThan(0);
     // after the broadcast's record, the one write (computed from the session phase 1 wrote)
-    expect(counter.statements.slice(broadcast + 1), listing).toEqual([expect.stringMatching(/^with a as \( update settlement_attempts/)]);
-    expect(counter.statements.filter((t) => t.startsWith('with a as ( insert into settlement_attempts')), listing).toHaveLength(1);
+    expect(counter.statements.slice(broadcast + 1), listing).toEqual([expect.stringMatching(/^with a as \( ?update settlement_attempts/)]);
+    expect(counter.statements.filter((t) => /^with a as \( ?insert into settlement_attempts/.test(t)), listing).toHaveLength(1);
     expect(counter.count, listing).toBeLessThanOrEqual(9);
     expect(await ordersOf(app, s.id)).toHaveLength(1);
     expect(await eventTypes(app, s.id)).toEqual(['order.accepted', 'order.settled']);
@@ -256,13 +256,12 @@ describe('live mode on a real chain (onchain facilitator)', () => {
 
     // The write itself refuses a resolved attempt: nothing of a late writer lands.
     const late = await writeAcceptedAttempt(app.services.orm.em.fork(), {
-      attemptId: attempt!.id,
-      reference: tx!.tx_hash,
+      attempt: { pendingId: attempt!.id, reference: tx!.tx_hash, now: new Date() },
       now: new Date(),
       order: { ...(await app.services.orm.em.fork().findOneOrFail(OrderEntity, { sessionId: s.id })), id: 'ord_late', receiptId: 'rcpt_late' },
       receipt: { id: 'rcpt_late', orderId: 'ord_late', sessionId: s.id, merchantId, jws: 'x', claims: {}, createdAt: new Date() },
       sessionId: s.id,
-      session: { settledAt: new Date(), orderId: 'ord_late', receiptId: 'rcpt_late', receiptJws: 'x', settlementRef: tx!.tx_hash, verdict: null, settlePaymentHash: 'x', settleStatus: 200, settleResponse: '{}' },
+      session: { settledAt: new Date(), orderId: 'ord_late', receiptId: 'rcpt_late', receiptJws: 'x', settlementRef: tx!.tx_hash, verdict: null, settlePaymentHash: 'x', settleStatus: 200, settleResponse: '{}', policyVersion: 9, policyHash: 'x', payment: null },
       events: app.services.events.prepare([{ type: 'order.settled', projectId: 'proj_x', merchantId, livemode: true, object: { id: 'ord_late' } as never }]).rows,
       fanOutCtes: app.services.events.fanOutCtes,
       deltas: [{ sessionId: `${s.id}_late`, subjectType: 'agent', subjectId: 'late', delta: 10, reason: 'accepted' }],

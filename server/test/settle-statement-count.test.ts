@@ -92,7 +92,7 @@ beforeAll(async () => {
 afterAll(async () => app?.stop());
 
 describe('statements per settle', () => {
-  it('GIVEN an open x402 session WHEN the agent settles it over JSON (test mode, mock facilitator) THEN accepted in at most 12 statements', async () => {
+  it('GIVEN an open x402 session WHEN the agent settles it over JSON (test mode, mock facilitator) THEN accepted in at most 7 statements', async () => {
     const s = await openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }], { agent_id: agentId() });
     // Warm-up settle (first use of the merchant's reputation row, prepared statements).
     await payX402(app, shop.base, await openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }]), newBuyer());
@@ -101,17 +101,17 @@ describe('statements per settle', () => {
     console.info(`JSON settle: ${sent.length} statements, ${textBytes(sent)} bytes of SQL text\n${listing(sent)}`);
     expect(await eventTypes(app, s.id)).toEqual(['order.accepted', 'order.settled']);
     expect(await ordersOf(app, s.id)).toHaveLength(1);
-    expect(sent.length, listing(sent)).toBeLessThanOrEqual(12);
+    expect(sent.length, listing(sent)).toBeLessThanOrEqual(7);
   });
 
-  it('GIVEN a paid resource WHEN a stock x402 client pays it with PAYMENT-SIGNATURE THEN 200 in at most 18 statements (the quote, the idempotent lookup, and the checkout read and one insert before the settle)', async () => {
+  it('GIVEN a paid resource WHEN a stock x402 client pays it with PAYMENT-SIGNATURE THEN 200 in at most 13 statements (the quote, the idempotent lookup, and the checkout read and one insert before the settle)', async () => {
     const url = `${app.baseUrl}${shop.base}/x402/coffee`;
     const pr = paymentRequiredOf(await fetch(url));
     const payload = await new x402Client().register('eip155:*', new ExactEvmScheme(newBuyer())).createPaymentPayload(pr);
     const { result: res, sent } = await counter.count(() => fetch(url, { headers: { 'PAYMENT-SIGNATURE': encodePaymentSignatureHeader(payload) } }));
     expect(res.status, await res.clone().text()).toBe(200);
     console.info(`x402 paid resource: ${sent.length} statements, ${textBytes(sent)} bytes\n${listing(sent)}`);
-    expect(sent.length, listing(sent)).toBeLessThanOrEqual(18);
+    expect(sent.length, listing(sent)).toBeLessThanOrEqual(13);
   });
 
   it('GIVEN a held session WHEN the merchant approves it THEN accepted in at most 14 statements', async () => {

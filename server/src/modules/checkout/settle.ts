@@ -17,8 +17,9 @@ import { OrderEntity } from '../orders/entity.js';
 import { policyHash } from '../policy/service.js';
 import { applyOutcome, reputationOfScore, subjectKey, type Reputation } from '../reputation/service.js';
 import { presentOrderEvent } from '../orders/present.js';
-import { newOrder, storeSettleResult, writeAccepted, type AcceptedResult, type GateContext } from '../settlement/accepted.js';
-import { attemptFields, driveAttempt, markSettled, openAttempt, type AttemptOutcome } from '../settlement/engine.js';
+import { newOrder, storeSettleResult, writeAccepted, writeAcceptedFresh, type AcceptedResult, type GateContext } from '../settlement/accepted.js';
+import { attemptFields, driveAttempt, markSettled, type AttemptOutcome } from '../settlement/engine.js';
+import { SettlementAttemptEntity } from '../settlement/entity.js';
 import { insertAttemptSettling } from '../settlement/store.js';
 import type { ReturnState } from '../settlement/entity.js';
 import { CheckoutSessionEntity, totalOf, type SessionRow } from './entity.js';
@@ -297,7 +298,7 @@ async function beginCapture(
   s.gate = input.gate as unknown as Record<string, unknown>;
   const opening = { session: s, facilitator, rail: s.rail, proof, paymentHash: input.paymentHash, returnState: input.returnState, now };
   if (!facilitator || facilitator.inProcess) {
-    const attempt = openAttempt(tx, services, opening);
+    const attempt = attemptFields(services, opening);
     let reference: string;
     if (!facilitator) {
       reference = settleMockRail().reference;
@@ -308,7 +309,18 @@ async function beginCapture(
       reference = settled.reference;
     }
     markSettled(attempt, reference, now);
-    // Inserted already settled, in writeAccepted's one flush (nothing outside was involved).
+    if (!s.orderId) {
+      // Inserted already settled, with the order, the receipt, the session, the events and the
+      // reputation deltas: one statement in this transaction (nothing outside was involved).
+      // The unit of work then takes the session as written, so the commit does not write it again.
+      const fresh = { attempt: { insert: attempt }, attemptId: attempt.id, paymentHash: input.paymentHash, gate: input.gate, reference, now };
+      const done = await writeAcceptedFresh(tx, services, m, s, fresh);
+      if (!done) throw new Error(`settlement attempt ${attempt.id} was not written`);
+      tx.getUnitOfWork().merge(s);
+      return { kind: 'done', result: done.result };
+    }
+    // An approved hold's order exists: updated in writeAccepted's one flush, with the attempt inserted settled.
+    tx.create(SettlementAttemptEntity, attempt);
     const result = await writeAccepted(tx, services, m, s, { paymentHash: input.paymentHash, gate: input.gate, reference, attemptId: attempt.id });
     return { kind: 'done', result };
   }

@@ -11,7 +11,8 @@ import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity, ReceiptEntity, type OrderRow, type ReceiptRow } from '../orders/entity.js';
 import { presentOrderEvent } from '../orders/present.js';
 import type { RecordEventInput } from '../events/service.js';
-import { applyOutcomes, type SessionOutcome } from '../reputation/service.js';
+import { applyOutcomes, NEUTRAL_SCORE, outcomeDeltas, type SessionOutcome } from '../reputation/service.js';
+import { writeAcceptedAttempt } from './store.js';
 
 /** What the gate decided and on which inputs: stored on the session while held or settling. */
 export type GateContext = { mandate: MandateResult; verdict: Verdict; policyVersion: number; policyHash: string; fingerprintInputs: Record<string, unknown> };
@@ -161,6 +162,48 @@ export async function acceptedWrites(
     ],
     result,
   };
+}
+
+/**
+ * An accept whose session holds no order yet, as one statement (store.ts `writeAcceptedAttempt`):
+ * `attempt` is the pending one to settle (live phase 3, no transaction around it) or a new one
+ * inserted already settled (an in-process facilitator, in phase 1's transaction). Null when the
+ * pending attempt was resolved by someone else first (nothing was written). On success the
+ * session's new columns are also on `s`.
+ */
+export async function writeAcceptedFresh(
+  em: Em,
+  services: Pick<Services, 'box' | 'events'>,
+  m: MerchantRow,
+  s: SessionRow,
+  input: {
+    attempt: Parameters<typeof writeAcceptedAttempt>[1]['attempt'];
+    attemptId: string;
+    paymentHash: string;
+    gate: GateContext;
+    reference: string;
+    now: Date;
+  },
+): Promise<{ result: AcceptedResult } | null> {
+  const { gate, now } = input;
+  const order = orderFields(now, m, s, 'accept', gate.verdict.tier, gate.mandate);
+  const w = await acceptedWrites(services, m, s, order, input);
+  const done = await writeAcceptedAttempt(em, {
+    attempt: input.attempt,
+    order,
+    receipt: w.receipt,
+    sessionId: s.id,
+    session: { ...w.session, policyVersion: s.policyVersion, policyHash: s.policyHash, payment: s.payment },
+    events: services.events.prepare(w.events).rows,
+    fanOutCtes: services.events.fanOutCtes,
+    deltas: outcomeDeltas(s.id, w.outcomes),
+    neutralScore: NEUTRAL_SCORE,
+    now,
+  });
+  if (!done.accepted) return null;
+  services.events.fanned(done.fanned);
+  Object.assign(s, w.session);
+  return { result: w.result };
 }
 
 /**

@@ -8,19 +8,20 @@ import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
 import { lockSessionRow, releaseMandateSubjects, releasePaymentNonces } from '../checkout/store.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
-import { applyOutcome, NEUTRAL_SCORE, outcomeDeltas } from '../reputation/service.js';
+import { applyOutcome } from '../reputation/service.js';
 import { merchantRowById } from '../merchants/store.js';
 import { entityById } from '../../db/sql.js';
-import { acceptedWrites, orderFields, writeAccepted, type AcceptedResult, type GateContext } from './accepted.js';
-import { insertSettlementTransaction, lockAttemptRow, pendingAttemptSession, writeAcceptedAttempt } from './store.js';
+import { writeAccepted, writeAcceptedFresh, type AcceptedResult, type GateContext } from './accepted.js';
+import { insertSettlementTransaction, lockAttemptRow, pendingAttemptSession } from './store.js';
 import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow, type ReturnState } from './entity.js';
 
 /**
  * The settlement engine (docs/settlement.md). Phase 1 (the gate's transaction) writes a
- * durable attempt with `openAttempt`; phase 2 (`driveAttempt`) calls the facilitator with no
- * transaction open, storing every transaction before it is sent; phase 3 (`resolveAttempt`)
- * writes the order or releases the reservations in one short transaction. Whatever phase 2
- * does not resolve, the reconciler (./reconciler.ts) finishes by reading the chain.
+ * durable attempt (`attemptFields`, written by store.ts `insertAttemptSettling`); phase 2
+ * (`driveAttempt`) calls the facilitator with no transaction open, storing every transaction
+ * before it is sent; phase 3 (`resolveAttempt`) writes the order in one statement or releases
+ * the reservations in one short transaction. Whatever phase 2 does not resolve, the
+ * reconciler (./reconciler.ts) finishes by reading the chain.
  */
 
 /** How the attempt ended for the caller that drove it. */
@@ -34,7 +35,7 @@ const LEASE_MARGIN_MS = 5_000;
 /** After phase 2 answers `pending`, the reconciler may look at the attempt this soon. */
 const PENDING_RECHECK_MS = 1_000;
 
-/** A new attempt's fields (`pending`), for `openAttempt` or a statement that inserts it (store.ts `insertAttemptSettling`). */
+/** A new attempt's fields (`pending`), for a statement that inserts it (store.ts `insertAttemptSettling`, `writeAcceptedAttempt`) or the unit of work. */
 export function attemptFields(
   services: Pick<Services, 'config'>,
   input: {
@@ -70,11 +71,6 @@ export function attemptFields(
     createdAt: now,
     resolvedAt: null,
   };
-}
-
-/** Phase 1's attempt in the caller's unit of work. */
-export function openAttempt(tx: Em, services: Pick<Services, 'config'>, input: Parameters<typeof attemptFields>[1]): AttemptRow {
-  return tx.create(SettlementAttemptEntity, attemptFields(services, input));
 }
 
 /** Marks an attempt settled in the caller's transaction (before the order that references it). */
@@ -230,26 +226,17 @@ async function acceptInOneStatement(
   if (s.orderId) return null;
   const m = known.merchant?.id === s.merchantId ? known.merchant : await entityById(em, MerchantEntity, s.merchantId, merchantRowById);
   if (!m) throw new Error(`merchant ${s.merchantId} not found`);
-  const gate = s.gate as unknown as GateContext;
-  const order = orderFields(now, m, s, 'accept', gate.verdict.tier, gate.mandate);
-  const w = await acceptedWrites(services, m, s, order, { paymentHash, gate, reference, attemptId, now });
-  const done = await writeAcceptedAttempt(em, {
+  const done = await writeAcceptedFresh(em, services, m, s, {
+    attempt: { pendingId: attemptId, reference, now },
     attemptId,
+    paymentHash,
+    gate: s.gate as unknown as GateContext,
     reference,
     now,
-    order,
-    receipt: w.receipt,
-    sessionId: s.id,
-    session: w.session,
-    events: services.events.prepare(w.events).rows,
-    fanOutCtes: services.events.fanOutCtes,
-    deltas: outcomeDeltas(s.id, w.outcomes),
-    neutralScore: NEUTRAL_SCORE,
   });
-  if (!done.accepted) return null;
-  services.events.fanned(done.fanned);
+  if (!done) return null;
   services.wake.committedOutsideTransaction();
-  return { kind: 'accepted', result: w.result };
+  return { kind: 'accepted', result: done.result };
 }
 
 function found<R>(row: R | undefined, what: string, id: string): R {

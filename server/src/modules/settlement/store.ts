@@ -35,29 +35,41 @@ export async function lockAttemptRow(tx: Em, attemptId: string): Promise<Record<
   return row;
 }
 
+/** Bind parameters built in text order: `$` one value, `json` one jsonb value (sent as text). */
+function binder() {
+  const params: SqlValue[] = [];
+  const $ = (v: SqlValue | undefined) => `$${params.push(v ?? null)}`;
+  const json = (v: unknown) => `${$(v === null || v === undefined ? null : JSON.stringify(v))}::text::jsonb`;
+  return { params, $, json };
+}
+
+/** `insert into settlement_attempts … returning session_id` of one attempt, with its values bound. */
+function insertAttemptSql({ $, json }: ReturnType<typeof binder>, a: AttemptRow): string {
+  return `insert into settlement_attempts (id, session_id, merchant_id, livemode, return_state, rail, facilitator, chain, payer, nonce,
+         amount_base_units, proof, payment_hash, status, reference, failure_code, failure_human, lease_until, created_at, resolved_at)
+       values (${$(a.id)}::text, ${$(a.sessionId)}::text, ${$(a.merchantId)}::text, ${$(a.livemode)}::boolean, ${$(a.returnState)}::text,
+         ${$(a.rail)}::text, ${$(a.facilitator)}::text, ${$(a.chain)}::text, ${$(a.payer)}::text, ${$(a.nonce)}::text, ${$(a.amountBaseUnits)}::text,
+         ${json(a.proof)}, ${$(a.paymentHash)}::text, ${$(a.status)}::text, ${$(a.reference)}::text, ${$(a.failureCode)}::text,
+         ${$(a.failureHuman)}::text, ${$(a.leaseUntil)}::timestamptz, ${$(a.createdAt)}::timestamptz, ${$(a.resolvedAt)}::timestamptz)
+       returning session_id`;
+}
+
 /**
  * Phase 1's writes for a facilitator outside the process, in one statement: the attempt
  * (`pending`) and the session `settling` with the gate's columns (policy, payment, verdict,
  * gate context) as the caller's row holds them.
  */
 export async function insertAttemptSettling(tx: Em, a: AttemptRow, s: SessionRow): Promise<void> {
-  const params: SqlValue[] = [];
-  const $ = (v: SqlValue | undefined) => `$${params.push(v ?? null)}`;
-  const json = (v: unknown) => `${$(v === null || v === undefined ? null : JSON.stringify(v))}::text::jsonb`;
+  const b = binder();
+  const { $, json } = b;
   const [row] = await runSql<{ id: string }>(
     tx,
-    `with a as (
-       insert into settlement_attempts (id, session_id, merchant_id, livemode, return_state, rail, facilitator, chain, payer, nonce,
-         amount_base_units, proof, payment_hash, status, reference, failure_code, failure_human, lease_until, created_at, resolved_at)
-       values (${$(a.id)}::text, ${$(a.sessionId)}::text, ${$(a.merchantId)}::text, ${$(a.livemode)}::boolean, ${$(a.returnState)}::text,
-         ${$(a.rail)}::text, ${$(a.facilitator)}::text, ${$(a.chain)}::text, ${$(a.payer)}::text, ${$(a.nonce)}::text, ${$(a.amountBaseUnits)}::text,
-         ${json(a.proof)}, ${$(a.paymentHash)}::text, ${$(a.status)}::text, ${$(a.reference)}::text, ${$(a.failureCode)}::text,
-         ${$(a.failureHuman)}::text, ${$(a.leaseUntil)}::timestamptz, ${$(a.createdAt)}::timestamptz, ${$(a.resolvedAt)}::timestamptz))
+    `with a as (${insertAttemptSql(b, a)})
      update checkout_sessions set state = ${$(s.state)}::text, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
        policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)},
        payment_error = ${json(s.paymentError)}, verdict = ${json(s.verdict)}, gate = ${json(s.gate)}
      where id = ${$(s.id)}::text returning id`,
-    params,
+    b.params,
   );
   if (!row) throw new Error(`checkout session ${s.id} not found`);
 }
@@ -82,42 +94,49 @@ export async function pendingAttemptSession(
 }
 
 /**
- * Phase 3 of a settled attempt whose session holds no order yet, as one statement (atomic on
- * its own, so no transaction around it): the attempt `settled` if it is still pending, and only
- * then its session `accepted`, the order, the receipt, the events with their webhook fan-out
- * and the reputation deltas. Whoever resolved the attempt first wins: when it is not pending
- * any more nothing is written and `accepted` is false. The order's link to its settled attempt
- * is checked at the end of the statement (orders_settlement_attempt_fk).
+ * An accepted settle whose session holds no order yet, as one statement (atomic on its own):
+ * the attempt `settled`, and only then its session `accepted`, the order, the receipt, the
+ * events with their webhook fan-out and the reputation deltas. `attempt` is either a pending
+ * attempt to settle (live phase 3: whoever resolved it first wins, and when it is not pending
+ * any more nothing is written and `accepted` is false) or a new attempt inserted already
+ * `settled` (an in-process facilitator, inside phase 1's transaction). The order's link to its
+ * settled attempt is checked at commit (orders_settlement_attempt_fk).
  */
 export async function writeAcceptedAttempt(
   em: Em,
   w: {
-    attemptId: string;
-    reference: string;
-    now: Date;
+    attempt: { pendingId: string; reference: string; now: Date } | { insert: AttemptRow };
     order: OrderRow;
     receipt: ReceiptRow;
     sessionId: string;
-    session: Pick<SessionRow, 'settledAt' | 'orderId' | 'receiptId' | 'receiptJws' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse'>;
+    /** The session's columns as they end: the accept's, and the gate's (the same as stored, for a live phase 3). */
+    session: Pick<
+      SessionRow,
+      'settledAt' | 'orderId' | 'receiptId' | 'receiptJws' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse' | 'policyVersion' | 'policyHash' | 'payment'
+    >;
     events: NewEventRow[];
     fanOutCtes: string | null;
     deltas: ReputationDelta[];
     neutralScore: number;
+    now: Date;
   },
 ): Promise<{ accepted: boolean; fanned: Array<{ event_id: string; endpoint_id: string }> }> {
-  const params: SqlValue[] = [];
-  const $ = (v: SqlValue | undefined) => `$${params.push(v ?? null)}`;
-  const json = (v: unknown) => `${$(v === null || v === undefined ? null : JSON.stringify(v))}::text::jsonb`;
-  const { order: o, receipt: r, session: s } = w;
+  const b = binder();
+  const { $, json } = b;
+  const { order: o, receipt: r, session: s, attempt } = w;
   const written = 'exists (select 1 from o)';
-  const text = `with a as (
-       update settlement_attempts set status = 'settled', reference = ${$(w.reference)}::text, resolved_at = ${$(w.now)}::timestamptz
-       where id = ${$(w.attemptId)}::text and status = 'pending' returning session_id),
+  const settleAttempt =
+    'pendingId' in attempt
+      ? `update settlement_attempts set status = 'settled', reference = ${$(attempt.reference)}::text, resolved_at = ${$(attempt.now)}::timestamptz
+       where id = ${$(attempt.pendingId)}::text and status = 'pending' returning session_id`
+      : insertAttemptSql(b, attempt.insert);
+  const text = `with a as (${settleAttempt}),
      s as (
        update checkout_sessions set state = 'accepted', settled_at = ${$(s.settledAt ?? null)}::timestamptz, order_id = ${$(s.orderId)}::text,
          receipt_id = ${$(s.receiptId)}::text, receipt_jws = ${$(s.receiptJws)}::text, settlement_ref = ${$(s.settlementRef)}::text,
          verdict = ${json(s.verdict)}, payment_error = null, gate = null, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
-         settle_status = ${$(s.settleStatus)}::int, settle_response = ${$(s.settleResponse)}::text
+         settle_status = ${$(s.settleStatus)}::int, settle_response = ${$(s.settleResponse)}::text,
+         policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)}
        where id = (select session_id from a) and id = ${$(w.sessionId)}::text returning id),
      o as (
        insert into orders (id, session_id, project_id, merchant_id, livemode, agent_id, decision, total, items, rail_name, settlement_ref,
@@ -131,11 +150,11 @@ export async function writeAcceptedAttempt(
        insert into receipts (id, order_id, session_id, merchant_id, jws, claims, created_at)
        select ${$(r.id)}::text, o.id, ${$(r.sessionId)}::text, ${$(r.merchantId)}::text, ${$(r.jws)}::text, ${json(r.claims)}, ${$(r.createdAt)}::timestamptz
        from o),
-     ${eventCtes(params, w.events, w.fanOutCtes, written)},
-     ${reputationCtes(params, w.deltas, w.neutralScore, w.now, written)}
+     ${eventCtes(b.params, w.events, w.fanOutCtes, written)},
+     ${reputationCtes(b.params, w.deltas, w.neutralScore, w.now, written)}
      select 'accepted' as kind, null::text as event_id, null::text as endpoint_id from o
      ${w.fanOutCtes ? `union all select 'fanned', event_id, endpoint_id from fanned` : ''}`;
-  const rows = await runSql<{ kind: string; event_id: string | null; endpoint_id: string | null }>(em, text, params);
+  const rows = await runSql<{ kind: string; event_id: string | null; endpoint_id: string | null }>(em, text, b.params);
   return {
     accepted: rows.some((x) => x.kind === 'accepted'),
     fanned: rows.filter((x) => x.kind === 'fanned').map((x) => ({ event_id: x.event_id!, endpoint_id: x.endpoint_id! })),
