@@ -256,7 +256,8 @@ describe('live mode on a real chain (onchain facilitator)', () => {
 
     // The write itself refuses a resolved attempt: nothing of a late writer lands.
     const late = await writeAcceptedAttempt(app.services.orm.em.fork(), {
-      attempt: { pendingId: attempt!.id, reference: tx!.tx_hash, now: new Date() },
+      attempt: { pendingId: attempt!.id },
+      reference: tx!.tx_hash,
       now: new Date(),
       order: { ...(await app.services.orm.em.fork().findOneOrFail(OrderEntity, { sessionId: s.id })), id: 'ord_late', receiptId: 'rcpt_late' },
       receipt: { id: 'rcpt_late', orderId: 'ord_late', sessionId: s.id, merchantId, jws: 'x', claims: {}, createdAt: new Date() },

@@ -15,6 +15,21 @@ import type { Em } from './orm.js';
  */
 export type SqlValue = string | number | boolean | Date | null;
 
+/**
+ * Bind parameters for a statement built in pieces (a store's CTEs composed into one statement):
+ * `$(v)` appends a value and answers its placeholder, `json(v)` appends a JSON value as text
+ * and answers `$n::text::jsonb` (null stays null). Placeholders number in the order the text is
+ * built, so the pieces need not count for each other.
+ */
+export type SqlParams = { readonly params: SqlValue[]; $: (v: SqlValue | undefined) => string; json: (v: unknown) => string };
+
+export function sqlParams(): SqlParams {
+  const params: SqlValue[] = [];
+  const $ = (v: SqlValue | undefined) => `$${params.push(v ?? null)}`;
+  const json = (v: unknown) => `${$(v === null || v === undefined ? null : JSON.stringify(v))}::text::jsonb`;
+  return { params, $, json };
+}
+
 type Compiled = Parameters<Kysely<unknown>['executeQuery']>[0];
 
 export async function runSql<R = Record<string, unknown>>(em: Em, text: string, params: readonly SqlValue[] = []): Promise<R[]> {

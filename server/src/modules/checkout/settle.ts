@@ -313,8 +313,7 @@ async function beginCapture(
       // Inserted already settled, with the order, the receipt, the session, the events and the
       // reputation deltas: one statement in this transaction (nothing outside was involved).
       // The unit of work then takes the session as written, so the commit does not write it again.
-      const fresh = { attempt: { insert: attempt }, attemptId: attempt.id, paymentHash: input.paymentHash, gate: input.gate, reference, now };
-      const done = await writeAcceptedFresh(tx, services, m, s, fresh);
+      const done = await writeAcceptedFresh(tx, services, m, s, { attempt: { insert: attempt }, paymentHash: input.paymentHash, gate: input.gate, reference, now });
       if (!done) throw new Error(`settlement attempt ${attempt.id} was not written`);
       tx.getUnitOfWork().merge(s);
       return { kind: 'done', result: done.result };

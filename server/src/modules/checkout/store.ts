@@ -1,5 +1,5 @@
 import type { Em } from '../../db/orm.js';
-import { runSql } from '../../db/sql.js';
+import { runSql, sqlParams } from '../../db/sql.js';
 import type { SessionRow } from './entity.js';
 
 /**
@@ -192,17 +192,15 @@ export type NewSession = Pick<
 
 /** A new session in one statement (no transaction around it); a second create with one idempotency key meets checkout_sessions_agent_idem. */
 export async function insertSession(em: Em, s: NewSession): Promise<void> {
-  const jsonOrNull = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
+  const { params, $, json } = sqlParams();
   await runSql(
     em,
     `insert into checkout_sessions (id, merchant_id, livemode, agent_id, state, lines, currency, subtotal, tax, total, amount_base_units, rail,
        pay_to, chain, asset, buyer, buyer_intent, mandate, path_prefix, idempotency_key, request_hash, create_response, created_at, expires_at)
-     values ($1, $2, $3, $4::uuid, $5, $6::text::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::text::jsonb, $17, $18::text::jsonb, $19, $20, $21, $22, $23, $24)`,
-    [
-      s.id, s.merchantId, s.livemode, s.agentId, s.state, JSON.stringify(s.lines), s.currency, s.subtotal, s.tax, s.total, s.amountBaseUnits ?? null, s.rail,
-      s.payTo ?? null, s.chain ?? null, s.asset ?? null, jsonOrNull(s.buyer), s.buyerIntent ?? null, jsonOrNull(s.mandate), s.pathPrefix,
-      s.idempotencyKey ?? null, s.requestHash, s.createResponse ?? null, s.createdAt, s.expiresAt,
-    ],
+     values (${$(s.id)}, ${$(s.merchantId)}, ${$(s.livemode)}, ${$(s.agentId)}::uuid, ${$(s.state)}, ${json(s.lines)}, ${$(s.currency)}, ${$(s.subtotal)},
+       ${$(s.tax)}, ${$(s.total)}, ${$(s.amountBaseUnits)}, ${$(s.rail)}, ${$(s.payTo)}, ${$(s.chain)}, ${$(s.asset)}, ${json(s.buyer)}, ${$(s.buyerIntent)},
+       ${json(s.mandate)}, ${$(s.pathPrefix)}, ${$(s.idempotencyKey)}, ${$(s.requestHash)}, ${$(s.createResponse)}, ${$(s.createdAt)}, ${$(s.expiresAt)})`,
+    params,
   );
 }
 

@@ -1,5 +1,5 @@
 import type { Em } from '../../db/orm.js';
-import { runSql, type SqlValue } from '../../db/sql.js';
+import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
 
 /**
  * Data access for `events`, the append-only outbox (SQL only: written on the settle path
@@ -30,16 +30,14 @@ export type NewEventRow = {
  * in `fanned(event_id, endpoint_id)`. A fan-out's rows reference these events; foreign keys are
  * checked at the end of the statement, so one statement holds both. `guard`, an SQL condition,
  * keeps every row out unless it holds (a statement that writes the events only beside its other
- * writes). Values are appended to `params`.
+ * writes). Values are bound through `b`.
  */
-export function eventCtes(params: SqlValue[], rows: NewEventRow[], fanOutCtes: string | null, guard = 'true'): string {
+export function eventCtes({ $ }: SqlParams, rows: NewEventRow[], fanOutCtes: string | null, guard = 'true'): string {
   const values = rows
-    .map((r, i) => {
-      const at = params.length;
-      params.push(r.id, r.projectId, r.merchantId, r.livemode, r.type, r.body, r.createdAt, r.onlyEndpoint);
-      const $ = (n: number) => `$${at + n}`;
-      return `(${i}, ${$(1)}::text, ${$(2)}::text, ${$(3)}::text, ${$(4)}::boolean, ${$(5)}::text, ${$(6)}::text, ${$(7)}::timestamptz, ${$(8)}::text)`;
-    })
+    .map(
+      (r, i) =>
+        `(${i}, ${$(r.id)}::text, ${$(r.projectId)}::text, ${$(r.merchantId)}::text, ${$(r.livemode)}::boolean, ${$(r.type)}::text, ${$(r.body)}::text, ${$(r.createdAt)}::timestamptz, ${$(r.onlyEndpoint)}::text)`,
+    )
     .join(', ');
   return `ev (ord, id, project_id, merchant_id, livemode, type, body, created_at, only_endpoint) as (select * from (values ${values}) as v where ${guard}),
      ev_inserted as (
@@ -49,13 +47,13 @@ export function eventCtes(params: SqlValue[], rows: NewEventRow[], fanOutCtes: s
 
 /** Inserts events in one statement, with their fan-out (`eventCtes`). Returns the fanned-out (event id, endpoint id) pairs. */
 export async function insertEvents(tx: Em, rows: NewEventRow[], fanOutCtes: string | null): Promise<Array<{ event_id: string; endpoint_id: string }>> {
-  const params: SqlValue[] = [];
-  const ctes = eventCtes(params, rows, fanOutCtes);
+  const b = sqlParams();
+  const ctes = eventCtes(b, rows, fanOutCtes);
   return runSql<{ event_id: string; endpoint_id: string }>(
     tx,
     `with ${ctes}
      ${fanOutCtes ? 'select event_id, endpoint_id from fanned' : 'select null::text as event_id, null::text as endpoint_id where false'}`,
-    params,
+    b.params,
   );
 }
 

@@ -1,5 +1,5 @@
 import type { Em } from '../../db/orm.js';
-import { runSql, type SqlValue } from '../../db/sql.js';
+import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
 
 /**
  * Data access for `reputation` and `reputation_events` (SQL only: a delta is applied at most
@@ -19,18 +19,13 @@ export type ReputationDelta = { sessionId: string; subjectType: string; subjectI
  * subject, reason) counts once (`reputation_events` is unique on it), and only what was newly
  * recorded moves a score, clamped to 0..1000, from `neutral` for a new subject. They end in
  * `rep_scores(subject_type, subject_id, score)`. `guard`, an SQL condition, keeps every delta
- * out unless it holds. Values are appended to `params`.
+ * out unless it holds. Values are bound through `b`.
  */
-export function reputationCtes(params: SqlValue[], deltas: ReputationDelta[], neutral: number, now: Date, guard = 'true'): string {
-  const n = params.push(neutral, now);
-  const $neutral = `$${n - 1}::int`;
-  const $now = `$${n}::timestamptz`;
+export function reputationCtes({ $ }: SqlParams, deltas: ReputationDelta[], neutral: number, now: Date, guard = 'true'): string {
+  const $neutral = `${$(neutral)}::int`;
+  const $now = `${$(now)}::timestamptz`;
   const values = deltas
-    .map((d, i) => {
-      const at = params.length;
-      params.push(d.sessionId, d.subjectType, d.subjectId, d.delta, d.reason);
-      return `(${i}, $${at + 1}::text, $${at + 2}::text, $${at + 3}::text, $${at + 4}::int, $${at + 5}::text)`;
-    })
+    .map((d, i) => `(${i}, ${$(d.sessionId)}::text, ${$(d.subjectType)}::text, ${$(d.subjectId)}::text, ${$(d.delta)}::int, ${$(d.reason)}::text)`)
     .join(', ');
   return `rep_d (ord, session_id, subject_type, subject_id, delta, reason) as (select * from (values ${values}) as v where ${guard}),
      rep_events as (
@@ -51,6 +46,6 @@ export function reputationCtes(params: SqlValue[], deltas: ReputationDelta[], ne
  * caller decides which row is locked last). Returns the new scores of the subjects that moved.
  */
 export async function applyReputationDeltas(tx: Em, deltas: ReputationDelta[], neutral: number, now: Date): Promise<Array<{ subject_type: string; subject_id: string; score: number }>> {
-  const params: SqlValue[] = [];
-  return runSql(tx, `with ${reputationCtes(params, deltas, neutral, now)} select subject_type, subject_id, score from rep_scores`, params);
+  const b = sqlParams();
+  return runSql(tx, `with ${reputationCtes(b, deltas, neutral, now)} select subject_type, subject_id, score from rep_scores`, b.params);
 }

@@ -176,20 +176,15 @@ export async function writeAcceptedFresh(
   services: Pick<Services, 'box' | 'events'>,
   m: MerchantRow,
   s: SessionRow,
-  input: {
-    attempt: Parameters<typeof writeAcceptedAttempt>[1]['attempt'];
-    attemptId: string;
-    paymentHash: string;
-    gate: GateContext;
-    reference: string;
-    now: Date;
-  },
+  input: { attempt: Parameters<typeof writeAcceptedAttempt>[1]['attempt']; paymentHash: string; gate: GateContext; reference: string; now: Date },
 ): Promise<{ result: AcceptedResult } | null> {
-  const { gate, now } = input;
+  const { attempt, gate, reference, now } = input;
+  const attemptId = 'pendingId' in attempt ? attempt.pendingId : attempt.insert.id;
   const order = orderFields(now, m, s, 'accept', gate.verdict.tier, gate.mandate);
-  const w = await acceptedWrites(services, m, s, order, input);
+  const w = await acceptedWrites(services, m, s, order, { ...input, attemptId });
   const done = await writeAcceptedAttempt(em, {
-    attempt: input.attempt,
+    attempt,
+    reference,
     order,
     receipt: w.receipt,
     sessionId: s.id,

@@ -227,8 +227,7 @@ async function acceptInOneStatement(
   const m = known.merchant?.id === s.merchantId ? known.merchant : await entityById(em, MerchantEntity, s.merchantId, merchantRowById);
   if (!m) throw new Error(`merchant ${s.merchantId} not found`);
   const done = await writeAcceptedFresh(em, services, m, s, {
-    attempt: { pendingId: attemptId, reference, now },
-    attemptId,
+    attempt: { pendingId: attemptId },
     paymentHash,
     gate: s.gate as unknown as GateContext,
     reference,

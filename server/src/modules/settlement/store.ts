@@ -1,5 +1,5 @@
 import type { Em } from '../../db/orm.js';
-import { runSql, type SqlValue } from '../../db/sql.js';
+import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
 import type { NewEventRow } from '../events/store.js';
 import { eventCtes } from '../events/store.js';
 import type { OrderRow, ReceiptRow } from '../orders/entity.js';
@@ -35,16 +35,8 @@ export async function lockAttemptRow(tx: Em, attemptId: string): Promise<Record<
   return row;
 }
 
-/** Bind parameters built in text order: `$` one value, `json` one jsonb value (sent as text). */
-function binder() {
-  const params: SqlValue[] = [];
-  const $ = (v: SqlValue | undefined) => `$${params.push(v ?? null)}`;
-  const json = (v: unknown) => `${$(v === null || v === undefined ? null : JSON.stringify(v))}::text::jsonb`;
-  return { params, $, json };
-}
-
 /** `insert into settlement_attempts … returning session_id` of one attempt, with its values bound. */
-function insertAttemptSql({ $, json }: ReturnType<typeof binder>, a: AttemptRow): string {
+function insertAttemptSql({ $, json }: SqlParams, a: AttemptRow): string {
   return `insert into settlement_attempts (id, session_id, merchant_id, livemode, return_state, rail, facilitator, chain, payer, nonce,
          amount_base_units, proof, payment_hash, status, reference, failure_code, failure_human, lease_until, created_at, resolved_at)
        values (${$(a.id)}::text, ${$(a.sessionId)}::text, ${$(a.merchantId)}::text, ${$(a.livemode)}::boolean, ${$(a.returnState)}::text,
@@ -60,7 +52,7 @@ function insertAttemptSql({ $, json }: ReturnType<typeof binder>, a: AttemptRow)
  * gate context) as the caller's row holds them.
  */
 export async function insertAttemptSettling(tx: Em, a: AttemptRow, s: SessionRow): Promise<void> {
-  const b = binder();
+  const b = sqlParams();
   const { $, json } = b;
   const [row] = await runSql<{ id: string }>(
     tx,
@@ -75,22 +67,19 @@ export async function insertAttemptSettling(tx: Em, a: AttemptRow, s: SessionRow
 }
 
 /**
- * A pending attempt's session row, with the attempt's payment hash and merchant (prepared, no
- * lock): what `writeAcceptedAttempt` is computed from. Undefined once the attempt is resolved.
+ * A pending attempt's session row, with the attempt's payment hash (prepared, no lock): what
+ * `writeAcceptedAttempt` is computed from. Undefined once the attempt is resolved.
  */
-export async function pendingAttemptSession(
-  em: Em,
-  attemptId: string,
-): Promise<{ session: Record<string, unknown>; paymentHash: string; merchantId: string } | undefined> {
-  const [row] = await runSql<Record<string, unknown> & { attempt_payment_hash: string; attempt_merchant_id: string }>(
+export async function pendingAttemptSession(em: Em, attemptId: string): Promise<{ session: Record<string, unknown>; paymentHash: string } | undefined> {
+  const [row] = await runSql<Record<string, unknown> & { attempt_payment_hash: string }>(
     em,
-    `select s.*, a.payment_hash as attempt_payment_hash, a.merchant_id as attempt_merchant_id
+    `select s.*, a.payment_hash as attempt_payment_hash
      from settlement_attempts a join checkout_sessions s on s.id = a.session_id where a.id = $1 and a.status = 'pending'`,
     [attemptId],
   );
   if (!row) return undefined;
-  const { attempt_payment_hash: paymentHash, attempt_merchant_id: merchantId, ...session } = row;
-  return { session, paymentHash, merchantId };
+  const { attempt_payment_hash: paymentHash, ...session } = row;
+  return { session, paymentHash };
 }
 
 /**
@@ -105,7 +94,9 @@ export async function pendingAttemptSession(
 export async function writeAcceptedAttempt(
   em: Em,
   w: {
-    attempt: { pendingId: string; reference: string; now: Date } | { insert: AttemptRow };
+    attempt: { pendingId: string } | { insert: AttemptRow };
+    /** The transfer's reference (the transaction hash, or the mock rail's). */
+    reference: string;
     order: OrderRow;
     receipt: ReceiptRow;
     sessionId: string;
@@ -121,13 +112,13 @@ export async function writeAcceptedAttempt(
     now: Date;
   },
 ): Promise<{ accepted: boolean; fanned: Array<{ event_id: string; endpoint_id: string }> }> {
-  const b = binder();
+  const b = sqlParams();
   const { $, json } = b;
   const { order: o, receipt: r, session: s, attempt } = w;
   const written = 'exists (select 1 from o)';
   const settleAttempt =
     'pendingId' in attempt
-      ? `update settlement_attempts set status = 'settled', reference = ${$(attempt.reference)}::text, resolved_at = ${$(attempt.now)}::timestamptz
+      ? `update settlement_attempts set status = 'settled', reference = ${$(w.reference)}::text, resolved_at = ${$(w.now)}::timestamptz
        where id = ${$(attempt.pendingId)}::text and status = 'pending' returning session_id`
       : insertAttemptSql(b, attempt.insert);
   const text = `with a as (${settleAttempt}),
@@ -150,8 +141,8 @@ export async function writeAcceptedAttempt(
        insert into receipts (id, order_id, session_id, merchant_id, jws, claims, created_at)
        select ${$(r.id)}::text, o.id, ${$(r.sessionId)}::text, ${$(r.merchantId)}::text, ${$(r.jws)}::text, ${json(r.claims)}, ${$(r.createdAt)}::timestamptz
        from o),
-     ${eventCtes(b.params, w.events, w.fanOutCtes, written)},
-     ${reputationCtes(b.params, w.deltas, w.neutralScore, w.now, written)}
+     ${eventCtes(b, w.events, w.fanOutCtes, written)},
+     ${reputationCtes(b, w.deltas, w.neutralScore, w.now, written)}
      select 'accepted' as kind, null::text as event_id, null::text as endpoint_id from o
      ${w.fanOutCtes ? `union all select 'fanned', event_id, endpoint_id from fanned` : ''}`;
   const rows = await runSql<{ kind: string; event_id: string | null; endpoint_id: string | null }>(em, text, b.params);
