@@ -54,6 +54,9 @@ export async function createServices(
   }
   const wake = new CommitWake(orm);
   const signers = new SignerRecovery(config.SVC_SIGNER_THREADS ?? defaultSignerThreads(config.SVC_WEB_CONCURRENCY), log);
+  if (signers.mode !== 'native') {
+    log.warn({ reason: signers.nativeUnavailable, recovery: signers.mode }, 'the libsecp256k1 binding did not load: payment signers are recovered in JavaScript (about 1.4 ms each instead of 0.05 ms)');
+  }
   // On PostgreSQL every process listens for the config triggers' NOTIFY (the listener opens on the first agent read).
   const agentCache = new AgentReadCache(orm, target.kind === 'postgres' ? { url: target.url, timeouts, heartbeatMs: AGENT_CACHE_HEARTBEAT_MS } : null, log);
   const closeOrm = orm.close.bind(orm);

@@ -109,7 +109,7 @@ describe('compiled server under plain node, NODE_ENV=production', () => {
     expect((await fetch(`${base}/docs/assets/redoc.standalone.js`)).status).toBe(200);
   });
 
-  it('GIVEN the compiled server WHEN signer recovery starts its threads under plain node THEN the compiled worker answers what viem answers', () => {
+  it('GIVEN the compiled server under plain node THEN signers are recovered by the native libsecp256k1 binding, and the compiled worker of the fallback answers what viem answers', () => {
     // The worker file is resolved beside the compiled module (server/dist/lib/signer-recovery.worker.mjs, emitted there by the build), with no loader.
     const script = `
       import { SignerRecovery } from ${JSON.stringify(join(ROOT, 'server/dist/lib/signer-recovery.js'))};
@@ -118,10 +118,14 @@ describe('compiled server under plain node, NODE_ENV=production', () => {
       const account = privateKeyToAccount(generatePrivateKey());
       const digest = keccak256(toHex('compiled worker'));
       const signature = await account.sign({ hash: digest });
-      const pool = new SignerRecovery(1, { warn: (o, m) => console.error(m, JSON.stringify(o)) });
+      const log = { warn: (o, m) => console.error(m, JSON.stringify(o)) };
+      const native = new SignerRecovery(1, log);
+      const nativeSigner = await native.recover(digest, signature);
+      const pool = new SignerRecovery(1, log, { native: false });
       await pool.whenReady();
       const signer = await pool.recover(digest, signature);
-      console.log(JSON.stringify({ signer, expected: account.address, inThreads: pool.recoveredInThreads, threads: pool.runningThreads }));
+      console.log(JSON.stringify({ signer, nativeSigner, mode: native.mode, nativeThreads: native.runningThreads, expected: account.address, inThreads: pool.recoveredInThreads, threads: pool.runningThreads }));
+      await native.close();
       await pool.close();
     `;
     const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
@@ -132,7 +136,10 @@ describe('compiled server under plain node, NODE_ENV=production', () => {
     });
     expect(run.status, run.stderr).toBe(0);
     expect(run.stderr).toBe('');
-    const out = JSON.parse(run.stdout.trim()) as { signer: string; expected: string; inThreads: number; threads: number };
+    const out = JSON.parse(run.stdout.trim()) as { signer: string; nativeSigner: string; mode: string; nativeThreads: number; expected: string; inThreads: number; threads: number };
+    expect(out.mode).toBe('native');
+    expect(out.nativeSigner).toBe(out.expected);
+    expect(out.nativeThreads).toBe(0);
     expect(out.signer).toBe(out.expected);
     // The warm-up and this recovery both ran in the thread.
     expect(out.inThreads).toBe(2);

@@ -1,9 +1,9 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { toHex, type Hex } from 'viem';
+import { hashTypedData, toHex, type Hex } from 'viem';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { checkAuthorization, recoverAuthorizationSigner, transferTypedData, type Authorization } from '../../src/lib/eip3009.js';
-import { CHAINS } from '@svc/contract';
+import { checkAuthorization, recoverAuthorizationSigner, transferDigest, transferTypedData, type Authorization } from '../../src/lib/eip3009.js';
+import { CHAINS, type ChainName } from '@svc/contract';
 
 const NOW = 1_760_000_000;
 const payer = privateKeyToAccount(generatePrivateKey());
@@ -48,6 +48,25 @@ describe('transferTypedData', () => {
     expect(td.message.validAfter).toBe(BigInt(NOW - 600));
     expect(td.message.validBefore).toBe(BigInt(NOW + 300));
     expect(transferTypedData('base-sepolia', a, 'USD Coin').domain.name).toBe('USD Coin');
+  });
+});
+
+describe('transferDigest', () => {
+  it("GIVEN any authorization on any chain THEN it is viem's hashTypedData of transferTypedData, byte for byte", () => {
+    const u256 = (bytes: number) => BigInt(toHex(randomBytes(bytes))).toString();
+    const edges: Array<Partial<Authorization>> = [
+      { value: '0', validAfter: 0, validBefore: 0, nonce: `0x${'00'.repeat(32)}` },
+      { value: ((1n << 256n) - 1n).toString(), validAfter: Number.MAX_SAFE_INTEGER, validBefore: Number.MAX_SAFE_INTEGER, nonce: `0x${'ff'.repeat(32)}` },
+      { from: `0x${'00'.repeat(20)}`, to: `0x${'ff'.repeat(20)}` },
+      { from: payer.address.toLowerCase(), to: payTo.toUpperCase().replace('0X', '0x') },
+    ];
+    const cases: Authorization[] = [...edges.map((e) => auth(e))];
+    for (let i = 0; i < 50; i++) {
+      cases.push(auth({ from: toHex(randomBytes(20)), to: toHex(randomBytes(20)), value: u256(1 + (i % 32)), validAfter: randomBytes(4).readUInt32BE(), validBefore: randomBytes(6).readUIntBE(0, 6) }));
+    }
+    for (const chain of Object.keys(CHAINS) as ChainName[]) {
+      for (const a of cases) expect(transferDigest(chain, a)).toBe(hashTypedData(transferTypedData(chain, a)));
+    }
   });
 });
 

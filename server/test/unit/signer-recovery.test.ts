@@ -5,7 +5,8 @@ import { hashTypedData, recoverTypedDataAddress, toHex, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CHAINS, TRANSFER_WITH_AUTHORIZATION_TYPES } from '@svc/contract';
-import { canonicalSignature, checkAuthorization, transferTypedData, type Authorization } from '../../src/lib/eip3009.js';
+import { canonicalSignature, checkAuthorization, recoverInJavaScript, transferTypedData, type Authorization } from '../../src/lib/eip3009.js';
+import { nativeSecp256k1, recoverAddressNative } from '../../src/lib/secp256k1-native.js';
 import { defaultSignerThreads, SignerRecovery } from '../../src/lib/signer-recovery.js';
 
 const NOW = 1_760_000_000;
@@ -31,8 +32,9 @@ async function signWithEthers(wallet: Wallet, a: Authorization): Promise<Hex> {
 }
 
 const pools: SignerRecovery[] = [];
+/** The worker-thread fallback, as a platform without the native binding runs it. */
 const pool = (threads: number) => {
-  const p = new SignerRecovery(threads);
+  const p = new SignerRecovery(threads, undefined, { native: false });
   pools.push(p);
   return p;
 };
@@ -40,7 +42,61 @@ afterAll(async () => {
   for (const p of pools) await p.close();
 });
 
-describe('signer recovery in worker threads (services.signers)', () => {
+describe('signer recovery on libsecp256k1 (services.signers, native)', () => {
+  it('GIVEN this machine THEN the native binding loads and services.signers uses it on the calling thread, with no pool', async () => {
+    const p = new SignerRecovery(2);
+    pools.push(p);
+    expect(nativeSecp256k1()).not.toBeNull();
+    expect(p.mode).toBe('native');
+    expect(p.nativeUnavailable).toBeUndefined();
+    const account = privateKeyToAccount(generatePrivateKey());
+    const td = transferTypedData('base-sepolia', authOf(account.address));
+    expect(await p.recover(hashTypedData(td), await account.signTypedData(td))).toBe(account.address);
+    await p.whenReady();
+    expect(p.runningThreads).toBe(0);
+    expect(p.recoveredInThreads).toBe(0);
+  });
+
+  it('GIVEN authorizations signed by viem and by ethers, v as 27/28 or 0/1 THEN the native signer is exactly what viem and ethers recover', async () => {
+    const native = nativeSecp256k1()!;
+    for (let i = 0; i < 40; i++) {
+      const key = generatePrivateKey();
+      const account = privateKeyToAccount(key);
+      const a = authOf(account.address);
+      const td = transferTypedData('base-sepolia', a);
+      const signed = i % 2 === 0 ? await account.signTypedData(td) : await signWithEthers(new Wallet(key), a);
+      // y-parity as 0/1 instead of 27/28 on every fourth
+      const signature = (i % 4 === 1 ? signed.slice(0, 130) + (parseInt(signed.slice(130), 16) - 27).toString(16).padStart(2, '0') : signed) as Hex;
+      const digest = hashTypedData(td);
+      const byNative = recoverAddressNative(native, digest, signature);
+      expect(byNative).toBe(account.address);
+      expect(byNative).toBe(await recoverInJavaScript(digest, signature));
+      expect(byNative).toBe(await recoverTypedDataAddress({ ...td, signature }));
+    }
+  });
+
+  it('GIVEN a wrong signer, a signature that is not a point, and a bad v THEN the native check gives the JavaScript check\'s verdicts', async () => {
+    const p = new SignerRecovery(0);
+    pools.push(p);
+    expect(p.mode).toBe('native');
+    const key = generatePrivateKey();
+    const account = privateKeyToAccount(key);
+    const a = authOf(account.address);
+    const good = await signWithEthers(new Wallet(key), a);
+    const wrong = await privateKeyToAccount(generatePrivateKey()).signTypedData(transferTypedData('base-sepolia', a));
+    const unrecoverable = `0x${'00'.repeat(32)}${'11'.repeat(32)}1b` as Hex;
+    const badV = `${good.slice(0, 130)}1d` as Hex;
+    for (const signature of [good, wrong, unrecoverable, badV]) {
+      const input = { chain: 'base-sepolia' as const, payTo, amountBaseUnits: a.value, auth: { ...a, nonce: toHex(randomBytes(32)) }, signature, nowSec: NOW };
+      expect(await checkAuthorization({ ...input, recover: p.recover })).toEqual(await checkAuthorization({ ...input, recover: recoverInJavaScript }));
+    }
+    const native = nativeSecp256k1()!;
+    expect(() => recoverAddressNative(native, hashTypedData(transferTypedData('base-sepolia', a)), unrecoverable)).toThrow();
+    expect(() => recoverAddressNative(native, hashTypedData(transferTypedData('base-sepolia', a)), badV)).toThrow(/v 29/);
+  });
+});
+
+describe('signer recovery in worker threads (services.signers, where no native binding loads)', () => {
   it('GIVEN a new pool THEN no thread runs until the first recovery, which does not wait for one; once warm, recoveries run in the threads; close stops them', async () => {
     const p = pool(2);
     expect(p.runningThreads).toBe(0);
@@ -128,7 +184,7 @@ describe('signer recovery in worker threads (services.signers)', () => {
     expect(ids).not.toContain(threadId);
   });
 
-  it('GIVEN threads: 0 THEN recovery stays on the calling thread and no thread starts', async () => {
+  it('GIVEN threads: 0 and no native binding THEN recovery stays on the calling thread and no thread starts', async () => {
     const p = pool(0);
     const account = privateKeyToAccount(generatePrivateKey());
     const td = transferTypedData('base-sepolia', authOf(account.address));
