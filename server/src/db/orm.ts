@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MikroORM as PgOrm } from '@mikro-orm/postgresql';
 import { MikroORM as PgliteOrm } from '@mikro-orm/pglite';
@@ -7,6 +7,7 @@ import type { EntityManager as SqlEntityManager, MikroORM as SqlOrm } from '@mik
 import { entities } from './entities.js';
 import { migrationsList } from '../migrations/index.js';
 import { namePreparedStatements } from './sql.js';
+import { readPgliteTemplate } from './pglite-template.js';
 import type { Logger } from '../lib/logger.js';
 
 export type Orm = SqlOrm;
@@ -14,7 +15,20 @@ export type Em = SqlEntityManager;
 
 export type DbTarget =
   | { kind: 'postgres'; url: string; poolMax?: number }
-  | { kind: 'pglite'; dataDir: string | null /* null: in memory */ };
+  | {
+      kind: 'pglite';
+      dataDir: string | null /* null: in memory */;
+      /** A fresh database is unpacked from the install-time template (db/pglite-template.ts) at this path, the default one when unset, or never (false). */
+      template?: string | false;
+    };
+
+/** How an embedded database was opened: an existing one, unpacked from the template, or made by initdb. */
+export type PgliteOrigin = 'existing' | 'template' | 'initdb';
+const pgliteOrigins = new WeakMap<Orm, PgliteOrigin>();
+/** How `orm` was opened, for an embedded database (undefined on PostgreSQL). */
+export function pgliteOrigin(orm: Orm): PgliteOrigin | undefined {
+  return pgliteOrigins.get(orm);
+}
 
 /**
  * How long PostgreSQL may take before a request gives up with 503 DATABASE_UNAVAILABLE
@@ -59,19 +73,63 @@ export async function openOrm(target: DbTarget, log?: Logger, timeouts: DbTimeou
   }
   let dbName = 'memory://';
   let release = () => {};
+  let dir: string | null = null;
   if (target.dataDir) {
-    const dir = resolve(target.dataDir, 'pglite');
+    dir = resolve(target.dataDir, 'pglite');
     mkdirSync(dir, { recursive: true });
     release = lockDataDir(dir);
     dbName = dir;
   }
+  // A new database (in memory, or an empty directory) starts from the template when one matches.
+  const fresh = !dir || readdirSync(dir).length === 0;
+  const damaged = (err: unknown) =>
+    log?.warn({ err: (err as Error).message }, 'the embedded database template is damaged: creating the database with initdb and the migrations instead');
+  let template: Blob | null = null;
+  if (fresh && target.template !== false) template = await readPgliteTemplate(target.template).catch((err: unknown) => (damaged(err), null));
+  const init = async (loadDataDir: Blob | null) => {
+    // driverOptions as a function: MikroORM copies option objects, which breaks a Blob; the template
+    // unpacks on the first connection only (a reconnect opens what is there).
+    let pending = loadDataDir;
+    const opened = (await PgliteOrm.init({
+      ...common,
+      dbName,
+      driverOptions: () => {
+        const options = pending ? { loadDataDir: pending } : {};
+        pending = null;
+        return options;
+      },
+    })) as unknown as Orm;
+    try {
+      await opened.em.fork().execute('select 1'); // PGlite starts (and unpacks) on the first statement
+    } catch (err) {
+      await opened.close(true).catch(() => undefined);
+      throw err;
+    }
+    return opened;
+  };
   let orm: Orm;
+  let origin: PgliteOrigin = fresh ? 'initdb' : 'existing';
   try {
-    orm = (await PgliteOrm.init({ ...common, dbName })) as unknown as Orm;
+    if (template) {
+      try {
+        orm = await init(template);
+        origin = 'template';
+      } catch (err) {
+        damaged(err);
+        if (dir) {
+          rmSync(dir, { recursive: true, force: true });
+          mkdirSync(dir, { recursive: true });
+        }
+        orm = await init(null);
+      }
+    } else {
+      orm = await init(null);
+    }
   } catch (err) {
     release();
     throw err;
   }
+  pgliteOrigins.set(orm, origin);
   const close = orm.close.bind(orm);
   orm.close = async (force?: boolean) => {
     try {
