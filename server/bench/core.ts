@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import http, { type Server } from 'node:http';
@@ -152,6 +152,8 @@ type Env = {
   localUrl: string;
   /** This process's RSS, or the VmRSS of the spawned server's process tree. */
   serverRss: () => Rss;
+  /** The server's processes: the spawned tree, or none when the server runs in the bench's process. */
+  serverPids: () => number[];
   describe: string;
   stop: () => Promise<void>;
 };
@@ -181,24 +183,38 @@ async function closeServer(server: Server) {
   await new Promise<void>((r) => server.close(() => r()));
 }
 
-/** VmRSS of `root` and every process below it (node:cluster workers): the sum, the largest, how many. */
-type Rss = { total: number; largest: number; processes: number };
-function treeRss(root: number): Rss {
+/** `/proc/<pid>/stat` after the command name: [state, ppid, ...]; utime and stime are fields 11 and 12 of it. */
+function procStat(pid: number | string): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null; /* gone */
+  }
+}
+
+/** `root` and every process below it (node:cluster workers). */
+function treePids(root: number): number[] {
   const parent = new Map<number, number>();
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      /* gone */
-    }
+    const stat = procStat(d);
+    if (stat) parent.set(Number(d), Number(stat[1]));
   }
-  const rss: Rss = { total: 0, largest: 0, processes: 0 };
+  const pids: number[] = [];
   for (const pid of parent.keys()) {
     let p: number | undefined = pid;
     while (p !== undefined && p !== root && p > 1) p = parent.get(p);
-    if (p !== root) continue;
+    if (p === root) pids.push(pid);
+  }
+  return pids;
+}
+
+/** VmRSS of `root` and every process below it: the sum, the largest, how many. */
+type Rss = { total: number; largest: number; processes: number };
+function treeRss(root: number): Rss {
+  const rss: Rss = { total: 0, largest: 0, processes: 0 };
+  for (const pid of treePids(root)) {
     try {
       const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
       const bytes = Number(kb ?? 0) * 1024;
@@ -211,6 +227,47 @@ function treeRss(root: number): Rss {
   }
   return rss;
 }
+
+let clockTicks: number | undefined;
+/** CPU time (user + system) the processes used so far, in ms. */
+function cpuMsOf(pids: number[]): number {
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  let ticks = 0;
+  for (const pid of pids) {
+    const stat = procStat(pid);
+    if (stat) ticks += Number(stat[11]) + Number(stat[12]);
+  }
+  return (ticks * 1000) / clockTicks;
+}
+
+/** This machine's PostgreSQL processes (postmaster and backends), when the database runs here. */
+function postgresPids(): number[] {
+  const pids: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'postgres') pids.push(Number(d));
+    } catch {
+      /* gone */
+    }
+  }
+  return pids;
+}
+
+/** Cumulative CPU ms of the server (spawned processes; 0 in-process), this machine's PostgreSQL and the bench's own process. */
+type CpuProbe = () => { server: number; postgres: number; bench: number };
+function cpuProbe(env: Pick<Env, 'serverPids'>): CpuProbe {
+  return () => {
+    const own = process.cpuUsage();
+    return { server: cpuMsOf(env.serverPids()), postgres: cpuMsOf(postgresPids()), bench: (own.user + own.system) / 1000 };
+  };
+}
+type CpuSpent = { server: number; postgres: number; bench: number };
+const addCpu = (into: CpuSpent, a: CpuSpent, b: CpuSpent) => {
+  into.server += b.server - a.server;
+  into.postgres += b.postgres - a.postgres;
+  into.bench += b.bench - a.bench;
+};
 
 /** Runs an entry point under this Node (a TypeScript one with tsx's loader), so the pid is the program's own. */
 async function spawnTs(script: string, env: Record<string, string>, readyUrl: (port: number) => string): Promise<{ child: ChildProcess; port: number; stop: () => Promise<void> }> {
@@ -264,6 +321,7 @@ async function startPostgresEnv(adminUrl: string, opts: CoreBenchOptions): Promi
       url: local.url,
       localUrl: local.url,
       serverRss: () => ({ total: process.memoryUsage().rss, largest: process.memoryUsage().rss, processes: 1 }),
+      serverPids: () => [],
       describe: `in-process server (pool ${config.SVC_DB_POOL_MAX})`,
       stop: async () => {
         await closeServer(local.server);
@@ -282,6 +340,7 @@ async function startPostgresEnv(adminUrl: string, opts: CoreBenchOptions): Promi
     url: `http://127.0.0.1:${spawned.port}`,
     localUrl: local.url,
     serverRss: () => treeRss(spawned.child.pid!),
+    serverPids: () => treePids(spawned.child.pid!),
     describe: `spawned server (node ${opts.dist ? 'server/dist/main.js' : 'server/src/main.ts'}${model ? `, ${model}` : ''}, pool ${config.SVC_DB_POOL_MAX})`,
     stop: async () => {
       await spawned.stop();
@@ -415,7 +474,7 @@ async function shapedFor(shaped: Shaped, concurrency: number, seconds: number) {
 // ---------------------------------------------------------------------------------------------
 // One settle comparison: rounds of (our settles, the shaped transaction), order alternating
 
-type Compared = { ours: Figures; base: Figures; rss: Rss };
+type Compared = { ours: Figures; base: Figures; rss: Rss; cpu: { ours: CpuSpent; base: CpuSpent } };
 
 async function compareSettles(
   post: Post,
@@ -425,7 +484,9 @@ async function compareSettles(
   rounds: number,
   baseSeconds: number,
   rss?: () => Rss,
+  cpu?: CpuProbe,
 ): Promise<Compared> {
+  const spent = { ours: { server: 0, postgres: 0, bench: 0 }, base: { server: 0, postgres: 0, bench: 0 } };
   const ours: Sample[] = [];
   const base: Sample[] = [];
   let oursSeconds = 0;
@@ -442,6 +503,7 @@ async function compareSettles(
     const slice = jobs.slice(r * per, (r + 1) * per);
     const runOurs = async () => {
       const timer = rss ? setInterval(sampleRss, 100) : undefined;
+      const before = cpu?.();
       try {
         const res = await settleBatch(post, slice, concurrency);
         ours.push(...res.samples);
@@ -449,10 +511,13 @@ async function compareSettles(
       } finally {
         clearInterval(timer);
       }
+      if (cpu) addCpu(spent.ours, before!, cpu());
       if (rss) sampleRss();
     };
     const runBase = async () => {
+      const before = cpu?.();
       const res = await shapedFor(shaped, concurrency, baseSeconds);
+      if (cpu) addCpu(spent.base, before!, cpu());
       base.push(...res.samples);
       baseSecondsTotal += res.seconds;
     };
@@ -464,7 +529,7 @@ async function compareSettles(
       await runOurs();
     }
   }
-  return { ours: figures(ours, oursSeconds), base: figures(base, baseSecondsTotal), rss: rssMax };
+  return { ours: figures(ours, oursSeconds), base: figures(base, baseSecondsTotal), rss: rssMax, cpu: spent };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -497,6 +562,7 @@ const addCannon = (a: Cannon | undefined, b: Cannon): Cannon =>
 
 const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
 const percent = (a: number, b: number) => (b > 0 && Number.isFinite(a) ? `${((100 * a) / b).toFixed(0)}%` : '-');
 const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
 const settleText = (f: Figures) => `${f0(f.perSec)}/s p50 ${f1(f.p50)} ms p99 ${f1(f.p99)} ms`;
@@ -513,6 +579,29 @@ function table(rows: Row[]): string {
   const widths = keys.map((k) => Math.max(...[head, ...rows].map((r) => r[k].length)));
   const line = (r: Row) => '  ' + keys.map((k, i) => (k === 'what' || k === 'figure' || k === 'baseline' ? r[k].padEnd(widths[i]!) : r[k].padStart(widths[i]!))).join('  ').trimEnd();
   return [line(head), ...rows.map(line)].join('\n');
+}
+
+/**
+ * Where a settle's CPU goes at 32 agents: the server, PostgreSQL (every `postgres` process on
+ * this machine) and the load generator, per settle; the baseline's PostgreSQL and client per
+ * shaped transaction. In-process, the server and the load generator are one process.
+ */
+function cpuRow(c: Compared, spawned: boolean): Row {
+  const per = (ms: number, n: number) => f2(n ? ms / n : NaN);
+  const ours = c.cpu.ours;
+  const pgHere = ours.postgres > 0;
+  const figure = spawned
+    ? `server ${per(ours.server, c.ours.n)}, PostgreSQL ${pgHere ? per(ours.postgres, c.ours.n) : 'n/a'}, load generator ${per(ours.bench, c.ours.n)} ms`
+    : `server + load generator ${per(ours.bench, c.ours.n)}, PostgreSQL ${pgHere ? per(ours.postgres, c.ours.n) : 'n/a'} ms`;
+  const base = c.cpu.base;
+  return {
+    what: 'CPU per settle at 32 agents (per txn for the baseline)',
+    figure,
+    baseline: `PostgreSQL ${pgHere ? per(base.postgres, c.base.n) : 'n/a'}, client ${per(base.bench, c.base.n)} ms`,
+    ratio: '',
+    target: '',
+    verdict: '',
+  };
 }
 
 export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
@@ -532,7 +621,7 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
   let describe = '';
   if (wantPg && adminUrl) {
     const env = await startPostgresEnv(adminUrl, opts);
-    describe = env.describe;
+    describe = `${env.describe}, signer recovery ${env.services.signers.mode}`;
     try {
       if (opts.parts.has('settle')) {
         const shop = await publishShop(env);
@@ -548,7 +637,7 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
           await shapedFor(shaped, 8, 0.5);
           for (const [agents, n] of plan.levels) {
             const jobs = await prepareSettles(client.post, shop, n, buyers);
-            const c = await compareSettles(client.post, jobs, shaped, agents, plan.rounds, plan.baseSeconds, agents === 32 ? env.serverRss : undefined);
+            const c = await compareSettles(client.post, jobs, shaped, agents, plan.rounds, plan.baseSeconds, agents === 32 ? env.serverRss : undefined, agents === 32 ? cpuProbe(env) : undefined);
             accepted += c.ours.ok;
             if (c.ours.ok !== c.ours.n) failures.push(`settle at ${agents} agent${agents > 1 ? 's' : ''}: ${c.ours.n - c.ours.ok} of ${c.ours.n} failed (${failText(c.ours)})`);
             const ratio = c.ours.perSec / c.base.perSec;
@@ -571,6 +660,7 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
               const mib = c.rss.largest / 2 ** 20;
               const sum = c.rss.processes > 1 ? ` (${c.rss.processes} processes, ${f0(c.rss.total / 2 ** 20)} MiB in all)` : '';
               rows.push({ what: `server RSS, max under the 32-agent settles${opts.spawn ? '' : ' (with the bench)'}`, figure: `${f0(mib)} MiB${sum}`, baseline: '', ratio: '', target: '< 250 MiB', verdict: verdict(mib < 250) });
+              rows.push(cpuRow(c, Boolean(opts.spawn)));
             }
           }
 
