@@ -42,6 +42,16 @@ afterAll(async () => {
   for (const p of pools) await p.close();
 });
 
+/** One signature recovered right, and no thread started or used. */
+async function expectRecoveredOnCallingThread(p: SignerRecovery) {
+  const account = privateKeyToAccount(generatePrivateKey());
+  const td = transferTypedData('base-sepolia', authOf(account.address));
+  expect(await p.recover(hashTypedData(td), await account.signTypedData(td))).toBe(account.address);
+  await p.whenReady();
+  expect(p.runningThreads).toBe(0);
+  expect(p.recoveredInThreads).toBe(0);
+}
+
 describe('signer recovery on libsecp256k1 (services.signers, native)', () => {
   it('GIVEN this machine THEN the native binding loads and services.signers uses it on the calling thread, with no pool', async () => {
     const p = new SignerRecovery(2);
@@ -49,12 +59,7 @@ describe('signer recovery on libsecp256k1 (services.signers, native)', () => {
     expect(nativeSecp256k1()).not.toBeNull();
     expect(p.mode).toBe('native');
     expect(p.nativeUnavailable).toBeUndefined();
-    const account = privateKeyToAccount(generatePrivateKey());
-    const td = transferTypedData('base-sepolia', authOf(account.address));
-    expect(await p.recover(hashTypedData(td), await account.signTypedData(td))).toBe(account.address);
-    await p.whenReady();
-    expect(p.runningThreads).toBe(0);
-    expect(p.recoveredInThreads).toBe(0);
+    await expectRecoveredOnCallingThread(p);
   });
 
   it('GIVEN authorizations signed by viem and by ethers, v as 27/28 or 0/1 THEN the native signer is exactly what viem and ethers recover', async () => {
@@ -186,12 +191,7 @@ describe('signer recovery in worker threads (services.signers, where no native b
 
   it('GIVEN threads: 0 and no native binding THEN recovery stays on the calling thread and no thread starts', async () => {
     const p = pool(0);
-    const account = privateKeyToAccount(generatePrivateKey());
-    const td = transferTypedData('base-sepolia', authOf(account.address));
-    expect(await p.recover(hashTypedData(td), await account.signTypedData(td))).toBe(account.address);
-    await p.whenReady();
-    expect(p.runningThreads).toBe(0);
-    expect(p.recoveredInThreads).toBe(0);
+    await expectRecoveredOnCallingThread(p);
   });
 
   it('sizes the pool from the cores the request threads leave, at least one per process', () => {
