@@ -3,6 +3,7 @@ import { agentId, newBuyer, publishedMerchant, signPayment } from './helpers/age
 import { openSession, ordersOf, poll, settle } from './helpers/agent-protocol.js';
 import { expectError, onPostgres, sql } from './helpers/foundation.js';
 import { TestApp } from './helpers/harness.js';
+import { startSettlementWorker } from '../src/modules/settlement/reconciler.js';
 
 /** A small per-minute checkout limit and the shortest session lifetime. */
 let app: TestApp;
@@ -97,6 +98,26 @@ describe('checkout rate limit', () => {
     } finally {
       app.services.now = realNow;
     }
+  });
+});
+
+describe('expired rate-limit windows', () => {
+  it('GIVEN windows that started 2 h, 59 min and 1 min ago WHEN the settlement worker runs THEN only the one past the hour of retention is gone, and a checkout sweeps nothing', async () => {
+    const now = app.services.now();
+    const bucket = `sweep:${agentId()}`;
+    const startedAgo = (ms: number) => new Date(now.getTime() - ms);
+    for (const ago of [2 * 3_600_000, 59 * 60_000, 60_000]) {
+      await sql(app, 'insert into rate_limit_buckets (bucket, window_start, hits) values (?, ?, 1)', [bucket, startedAgo(ago)]);
+    }
+    const windows = async () =>
+      (await sql<{ window_start: Date }>(app, 'select window_start from rate_limit_buckets where bucket = ? order by window_start', [bucket])).map((r) => new Date(r.window_start).getTime());
+    // the request path never deletes: many checkouts later all three are there
+    const { base } = await publishedMerchant(app);
+    for (let i = 0; i < 3; i++) expect((await app.request('POST', `${base}/agent/checkout`, { body: { agent_id: agentId(), items: [{ sku: 'coffee', qty: 1 }] } })).status).toBe(201);
+    expect(await windows()).toHaveLength(3);
+    const worker = startSettlementWorker(app.services, { intervalMs: 3_600_000 });
+    await worker.stop(); // its first pass runs at start; stop waits for it
+    expect(await windows()).toEqual([startedAgo(59 * 60_000).getTime(), startedAgo(60_000).getTime()]);
   });
 });
 

@@ -88,7 +88,7 @@ export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, i
   const hitAt = ctx.services.now();
   const windowStart = rateLimitWindow(hitAt);
   const inputs = await readCheckoutInputs(em, m.id, skus, `checkout:${m.id}:${body.agent_id}`, windowStart);
-  await enforceRateLimit(em, inputs.hits, ctx.services.config.SVC_CHECKOUT_RATE_PER_MINUTE, windowStart, hitAt);
+  enforceRateLimit(inputs.hits, ctx.services.config.SVC_CHECKOUT_RATE_PER_MINUTE, windowStart, hitAt);
 
   const products = inputs.items;
   const bySku = new Map(products.map((p) => [p.sku, p]));

@@ -7,6 +7,7 @@ import { MerchantEntity } from '../merchants/entity.js';
 import { broadcastsOf, resolveAttempt } from './engine.js';
 import { SettlementAttemptEntity } from './entity.js';
 import { claimDueAttempts } from './store.js';
+import { sweepRateLimitBuckets } from '../checkout/rate-limit.js';
 
 export type SettlementWorker = { stop(): Promise<void>; runOnce(): Promise<void> };
 
@@ -15,12 +16,15 @@ const CLAIM_LEASE_SECONDS = 30;
 /** A chain read that says "still pending" is looked at again this soon. */
 const RECHECK_MS = 1_000;
 const BATCH = 25;
+/** Housekeeping (expired rate-limit windows) runs at most this often per worker. */
+const HOUSEKEEPING_MS = 60_000;
 
 /**
  * The settlement worker (docs/settlement.md): finishes every attempt left `pending` past its
  * lease (a settle that timed out, a crash or kill -9 between phases) by reading the chain,
- * and sweeps holds whose review window lapsed and approvals nobody re-signed. Any number may
- * run on one database: claims use row locks with SKIP LOCKED and a lease.
+ * and sweeps holds whose review window lapsed and approvals nobody re-signed; once a minute it
+ * deletes expired rate-limit windows. Any number may run on one database: claims use row locks
+ * with SKIP LOCKED and a lease, and the housekeeping deletes are idempotent.
  */
 export function startSettlementWorker(services: Services, opts: { intervalMs?: number } = {}): SettlementWorker {
   const intervalMs = opts.intervalMs ?? services.config.SVC_RECONCILE_INTERVAL_MS;
@@ -29,9 +33,15 @@ export function startSettlementWorker(services: Services, opts: { intervalMs?: n
   let current: Promise<void> = Promise.resolve();
   let timer: NodeJS.Timeout | null = null;
 
+  let housekept = -Infinity;
   const runOnce = async () => {
     await reconcileDue(services, log);
     await sweepLapsed(services, log);
+    const now = services.now().getTime();
+    if (now - housekept >= HOUSEKEEPING_MS || now < housekept) {
+      housekept = now;
+      await sweepRateLimitBuckets(services);
+    }
   };
   const tick = () => {
     if (!running) return;
