@@ -1,6 +1,6 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -23,6 +23,7 @@ import { jsonOrText, type ApiResponse, type TestApp } from '../test/helpers/harn
 import { countQueries } from '../test/helpers/query-counter.js';
 import { freePort, MAIN, ROOT } from '../test/helpers/spawn.js';
 import { startBareExpress } from './bare-express.js';
+import { cpuMsOf, postgresPids, treePids, treeRss, type Rss } from './proc.js';
 
 /**
  * `npm run bench -- core`: the figures of issue 15, each beside its baseline measured in the
@@ -183,86 +184,15 @@ async function closeServer(server: Server) {
   await new Promise<void>((r) => server.close(() => r()));
 }
 
-/** `/proc/<pid>/stat` after the command name: [state, ppid, ...]; utime and stime are fields 11 and 12 of it. */
-function procStat(pid: number | string): string[] | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return null; /* gone */
-  }
-}
-
-/** `root` and every process below it (node:cluster workers). */
-function treePids(root: number): number[] {
-  const parent = new Map<number, number>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    const stat = procStat(d);
-    if (stat) parent.set(Number(d), Number(stat[1]));
-  }
-  const pids: number[] = [];
-  for (const pid of parent.keys()) {
-    let p: number | undefined = pid;
-    while (p !== undefined && p !== root && p > 1) p = parent.get(p);
-    if (p === root) pids.push(pid);
-  }
-  return pids;
-}
-
-/** VmRSS of `root` and every process below it: the sum, the largest, how many. */
-type Rss = { total: number; largest: number; processes: number };
-function treeRss(root: number): Rss {
-  const rss: Rss = { total: 0, largest: 0, processes: 0 };
-  for (const pid of treePids(root)) {
-    try {
-      const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-      const bytes = Number(kb ?? 0) * 1024;
-      rss.total += bytes;
-      rss.largest = Math.max(rss.largest, bytes);
-      rss.processes++;
-    } catch {
-      /* gone */
-    }
-  }
-  return rss;
-}
-
-let clockTicks: number | undefined;
-/** CPU time (user + system) the processes used so far, in ms. */
-function cpuMsOf(pids: number[]): number {
-  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  let ticks = 0;
-  for (const pid of pids) {
-    const stat = procStat(pid);
-    if (stat) ticks += Number(stat[11]) + Number(stat[12]);
-  }
-  return (ticks * 1000) / clockTicks;
-}
-
-/** This machine's PostgreSQL processes (postmaster and backends), when the database runs here. */
-function postgresPids(): number[] {
-  const pids: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'postgres') pids.push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  return pids;
-}
-
 /** Cumulative CPU ms of the server (spawned processes; 0 in-process), this machine's PostgreSQL and the bench's own process. */
-type CpuProbe = () => { server: number; postgres: number; bench: number };
+type CpuSpent = { server: number; postgres: number; bench: number };
+type CpuProbe = () => CpuSpent;
 function cpuProbe(env: Pick<Env, 'serverPids'>): CpuProbe {
   return () => {
     const own = process.cpuUsage();
     return { server: cpuMsOf(env.serverPids()), postgres: cpuMsOf(postgresPids()), bench: (own.user + own.system) / 1000 };
   };
 }
-type CpuSpent = { server: number; postgres: number; bench: number };
 const addCpu = (into: CpuSpent, a: CpuSpent, b: CpuSpent) => {
   into.server += b.server - a.server;
   into.postgres += b.postgres - a.postgres;

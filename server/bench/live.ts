@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
@@ -30,6 +29,7 @@ import { createLiveFacilitator } from '../src/rails/index.js';
 import type { Services } from '../src/services.js';
 import { EIP3009_TOKEN_ABI } from '../test/chain/eip3009-token.artifact.js';
 import { ANVIL_DEV_KEY, startAnvil, USDC_BASE, type Anvil } from '../test/helpers/anvil.js';
+import { cpuMsOf } from './proc.js';
 
 /** One paid request: the wall time from its first byte out to the final answer, and whether that answer was 200. */
 type Sample = { ms: number; ok: boolean; status: number };
@@ -94,17 +94,8 @@ const merge = (a: CellResult, b: CellResult) => summarize([...a.samples, ...b.sa
 
 /** The anvil node whose CPU time the cells read (one at a time). */
 let anvilPid: number | null = null;
-/** utime + stime of a process in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
-function processCpuMs(pid: number | null): number {
-  if (pid === null) return 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
+/** utime + stime of the anvil node in ms (0 when there is none). */
+const processCpuMs = (pid: number | null): number => (pid === null ? 0 : cpuMsOf([pid]));
 
 /** `buyers` loops run at once, each doing its share of `n` requests one after another; returns the cell's figures. */
 async function runCell(n: number, buyers: number, one: (buyer: number, i: number) => Promise<{ ok: boolean; status: number }>): Promise<CellResult> {
