@@ -23,7 +23,7 @@ export async function ensurePgliteTemplate(opts: { force?: boolean } = {}): Prom
   const orm = await openOrm({ kind: 'pglite', dataDir: null, template: false });
   try {
     await migrate(orm);
-    const pglite = (await (orm.driver.getConnection() as unknown as { getNativeClient(): Promise<NativePglite> }).getNativeClient());
+    const pglite = (await orm.em.getConnection().getNativeClient()) as NativePglite;
     await pglite.query('checkpoint');
     const dump = await pglite.dumpDataDir('gzip');
     writePgliteTemplate(path, new Uint8Array(await dump.arrayBuffer()));

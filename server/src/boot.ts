@@ -1,5 +1,5 @@
 import type { Config } from './config.js';
-import { migrate, openOrm, pgliteOrigin, type DbTarget } from './db/orm.js';
+import { migrate, openOrm, type DbTarget } from './db/orm.js';
 import { resolveMasterKey, SecretBox } from './lib/crypto.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import type { Services } from './services.js';
@@ -45,11 +45,6 @@ export async function createServices(
   const target = opts.target ?? dbTargetFor(config);
   const timeouts = { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS };
   const orm = await openOrm(target, log, timeouts);
-  const origin = pgliteOrigin(orm);
-  if (origin === 'template') log.info({ data_dir: target.kind === 'pglite' ? target.dataDir : undefined }, 'created the embedded database from the install-time template');
-  if (origin === 'initdb' && target.kind === 'pglite' && target.dataDir) {
-    log.info({ data_dir: target.dataDir }, 'created the embedded database with initdb (no install-time template for these migrations: `npm ci` or `tsx scripts/pglite-template.ts` makes one)');
-  }
   if (opts.migrate !== false) await migrate(orm);
   if (config.NODE_ENV === 'production' && target.kind === 'pglite') {
     log.warn(

@@ -34,7 +34,7 @@ async function schemaOf(orm: Orm): Promise<unknown> {
 
 function captureLog() {
   const warnings: string[] = [];
-  const log = { warn: (_o: unknown, msg: string) => warnings.push(msg), debug: () => undefined } as unknown as Logger;
+  const log = { warn: (_o: unknown, msg: string) => warnings.push(msg), info: () => undefined, debug: () => undefined } as unknown as Logger;
   return { log, warnings };
 }
 

@@ -130,6 +130,10 @@ export async function openOrm(target: DbTarget, log?: Logger, timeouts: DbTimeou
     throw err;
   }
   pgliteOrigins.set(orm, origin);
+  if (dir && origin === 'template') log?.info({ data_dir: target.dataDir }, 'created the embedded database from the install-time template');
+  if (dir && origin === 'initdb') {
+    log?.info({ data_dir: target.dataDir }, 'created the embedded database with initdb (no install-time template for these migrations: `npm ci` or `tsx scripts/pglite-template.ts` makes one)');
+  }
   const close = orm.close.bind(orm);
   orm.close = async (force?: boolean) => {
     try {

@@ -7,7 +7,7 @@ import { migrationsList } from '../migrations/index.js';
 
 /**
  * The embedded database's install-time template: a gzipped PGlite data directory with every
- * committed migration applied, written once by `npm ci` (scripts/pglite-template.mjs) under
+ * committed migration applied, written once by `npm ci` (scripts/postinstall.mjs → scripts/pglite-template.ts) under
  * node_modules/.cache/svc-checkout/. A fresh data directory (or an in-memory test database) is
  * unpacked from it in about 0.5 s instead of running initdb and the migrations (about 2.5 s on
  * a 2-core machine), which is most of a fresh clone's first `npm start`.
@@ -21,18 +21,18 @@ import { migrationsList } from '../migrations/index.js';
 
 type MigrationCtor = new (driver: never, config: never) => { up(): void | Promise<void>; getQueries(): unknown[] };
 
-let pgliteDir: string | null | undefined;
+let installed: { dir: string; version: string } | null | undefined;
 
-/** The installed @electric-sql/pglite package directory, or null when it cannot be found. */
-function pglitePackageDir(): string | null {
-  if (pgliteDir !== undefined) return pgliteDir;
-  pgliteDir = null;
+/** The installed @electric-sql/pglite package: its directory and version, or null when it cannot be found. */
+function pglitePackage(): { dir: string; version: string } | null {
+  if (installed !== undefined) return installed;
+  installed = null;
   try {
     let dir = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
     for (let i = 0; i < 4; i++) {
       try {
-        const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string };
-        if (pkg.name === '@electric-sql/pglite') return (pgliteDir = dir);
+        const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+        if (pkg.name === '@electric-sql/pglite' && pkg.version) return (installed = { dir, version: pkg.version });
       } catch {
         /* not this level */
       }
@@ -41,20 +41,28 @@ function pglitePackageDir(): string | null {
   } catch {
     /* not installed: no template */
   }
-  return pgliteDir;
+  return installed;
 }
+
+/** The committed migrations' key, computed once per process (every fresh database asks for it). */
+let committedKey: Promise<string | null> | undefined;
 
 /**
  * The template's key: the PGlite version and every migration's name and SQL (each migration
  * is instantiated and its `up()` run to collect what it would send). Null when a migration
  * needs a live database to say what it runs, or PGlite's package is not found.
  */
-export async function pgliteTemplateKey(migrations: readonly { name: string; class: unknown }[] = migrationsList): Promise<string | null> {
-  const dir = pglitePackageDir();
-  if (!dir) return null;
+export function pgliteTemplateKey(migrations?: readonly { name: string; class: unknown }[]): Promise<string | null> {
+  if (migrations) return keyOf(migrations);
+  return (committedKey ??= keyOf(migrationsList));
+}
+
+async function keyOf(migrations: readonly { name: string; class: unknown }[]): Promise<string | null> {
+  const pkg = pglitePackage();
+  if (!pkg) return null;
   const hash = createHash('sha256');
   try {
-    hash.update(`pglite ${(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version}\n`);
+    hash.update(`pglite ${pkg.version}\n`);
     for (const m of migrations) {
       const migration = new (m.class as unknown as MigrationCtor)(undefined as never, undefined as never);
       await migration.up();
@@ -68,9 +76,9 @@ export async function pgliteTemplateKey(migrations: readonly { name: string; cla
 
 /** Where the template for `key` lives: node_modules/.cache/svc-checkout/, beside the PGlite it was made with. */
 export function pgliteTemplatePath(key: string): string | null {
-  const dir = pglitePackageDir();
-  if (!dir) return null;
-  return join(dirname(dirname(dir)), '.cache', 'svc-checkout', `pglite-${key}.tar.gz`);
+  const pkg = pglitePackage();
+  if (!pkg) return null;
+  return join(dirname(dirname(pkg.dir)), '.cache', 'svc-checkout', `pglite-${key}.tar.gz`);
 }
 
 /**
