@@ -15,6 +15,7 @@ import { closeServices, createServices } from '../src/boot.js';
 import { loadConfig, type Config } from '../src/config.js';
 import type { DbTarget } from '../src/db/orm.js';
 import { createScratchDatabase } from '../src/db/scratch.js';
+import { applyHeapGrowth } from '../src/lib/heap.js';
 import { createLogger } from '../src/lib/logger.js';
 import { createApiKey, createProject } from '../src/modules/accounts/service.js';
 import type { Services } from '../src/services.js';
@@ -541,6 +542,8 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
   const failures: string[] = [];
   const q = opts.quick;
   const adminUrl = process.env.DATABASE_URL;
+  // An in-process server (and the PGlite part's) lives in this process: its heap as the server sets it.
+  applyHeapGrowth(loadConfig(benchConfigEnv()).SVC_HEAP_GROWTH_PERCENT);
   // settles per concurrency level, rounds, and seconds of the shaped transaction per round
   const plan = q
     ? { levels: [[1, 24], [8, 96], [32, 192]] as const, rounds: 2, baseSeconds: 1, readSeconds: 1, readRounds: 2, pgliteSettles: 96 }

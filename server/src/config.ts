@@ -65,6 +65,8 @@ const ConfigSchema = z.object({
   SVC_WEB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   /** Worker threads per process for EIP-712 signer recovery; 0 recovers on the request thread. Unset: the process's share of the cores. */
   SVC_SIGNER_THREADS: z.coerce.number().int().min(0).max(64).optional(),
+  /** How far the heap grows past its live set after a full collection, in percent (lib/heap.ts); 0 = V8's own choice. */
+  SVC_HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(300).default(30),
   /** How long a settle waits for the chain before answering 202 settlement_pending. */
   SVC_SETTLE_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /** How often the settlement worker looks for unresolved attempts and lapsed holds. */
