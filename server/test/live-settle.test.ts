@@ -198,6 +198,55 @@ describe('live mode on a real chain (onchain facilitator)', () => {
     }
   });
 
+  it('GIVEN a live settle in flight WHEN the payer cancels the authorization on chain ahead of our transfer THEN no order, no receipt, no event: the session is handed back with NONCE_ALREADY_USED and nothing moved', async () => {
+    const buyer = await fundedBuyer();
+    const before = await chain.usdcBalance(payTo);
+    const s = await openLive();
+    const payment = await signPayment(buyer, s.pr);
+    await chain.setAutomine(false);
+    const realWait = app.services.config.SVC_SETTLE_WAIT_MS;
+    (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = 1_000;
+    let worker: SettlementWorker | null = null;
+    try {
+      // our transfer is in the pool when the settle answers 202; the payer's cancel goes in ahead of it
+      const res = await settle(app, base, s.id, payment);
+      expect(res.status, res.text).toBe(202);
+      const nonce = (payment.payment as { authorization: { nonce: Hex } }).authorization.nonce;
+      const cancel = await chain.cancelAuthorization(buyer, nonce);
+      await chain.mine();
+      const cancelReceipt = await chain.client.getTransactionReceipt({ hash: cancel });
+      expect(cancelReceipt.status).toBe('success');
+      const [ours] = await sql(app, 'select t.tx_hash from settlement_transactions t join settlement_attempts a on a.id = t.attempt_id where a.session_id = ?', [s.id]);
+      const ourReceipt = await chain.client.getTransactionReceipt({ hash: ours!.tx_hash as Hex });
+      expect(ourReceipt.status).toBe('reverted');
+      expect(ourReceipt.blockNumber).toBe(cancelReceipt.blockNumber);
+
+      worker = startSettlementWorker(app.services, { intervalMs: 200 });
+      const deadline = Date.now() + 30_000;
+      let view = await poll(app, base, s.id);
+      while (view.body.state === 'settling' && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        view = await poll(app, base, s.id);
+      }
+      expect(view.body.state).toBe('awaiting_payment');
+      expect(view.body.orderId).toBeNull();
+      expect(view.body.paymentError).toEqual({ reasonCodes: ['NONCE_ALREADY_USED'], errorHuman: expect.stringContaining(`canceled this authorization on chain (cancelAuthorization, transaction ${cancel}`) });
+      expect(view.body.receipt).toBeNull();
+      expect(await ordersOf(app, s.id)).toHaveLength(0);
+      expect(await countRows('receipts', 'session_id = ?', [s.id])).toBe(0);
+      expect(await eventTypes(app, s.id)).toEqual([]);
+      expect(await countRows('settlement_attempts', "session_id = ? and status = 'failed'", [s.id])).toBe(1);
+      // a used nonce, like any replay, counts against the agent
+      expect(await sql(app, 'select subject_type, reason from reputation_events where session_id = ?', [s.id])).toEqual([{ subject_type: 'agent', reason: 'replay_attempt' }]);
+      expect(await chain.usdcBalance(payTo)).toBe(before);
+      expect(await chain.usdcBalance(buyer.address)).toBe(100_000_000n);
+    } finally {
+      await worker?.stop();
+      (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = realWait;
+      await chain.setAutomine(true);
+    }
+  });
+
   it('GIVEN a live settle WHEN the transfer is mined THEN phase 1 writes the attempt and the session in one statement and phase 3 is one statement after the broadcast: 9 statements in all for the settle', async () => {
     const buyer = await fundedBuyer();
     const warm = await openLive();

@@ -20,7 +20,8 @@ import type { BroadcastRecord, PaymentProof, SettleOutcome } from './types.js';
 
 /**
  * Chain reads shared by the onchain and remote facilitators: the USDC (FiatToken v2.2)
- * functions and events they need, authorization state, receipts, and AuthorizationUsed logs.
+ * functions and events they need, authorization state, receipts, and the AuthorizationUsed and
+ * AuthorizationCanceled logs.
  */
 export const USDC_ABI = [
   {
@@ -70,7 +71,19 @@ export const USDC_ABI = [
       { name: 'nonce', type: 'bytes32', indexed: true },
     ],
   },
+  {
+    // cancelAuthorization: the payer retires an unused authorization; its nonce reads as used from then on
+    type: 'event',
+    name: 'AuthorizationCanceled',
+    inputs: [
+      { name: 'authorizer', type: 'address', indexed: true },
+      { name: 'nonce', type: 'bytes32', indexed: true },
+    ],
+  },
 ] as const;
+
+const AUTHORIZATION_USED = USDC_ABI[4];
+const AUTHORIZATION_CANCELED = USDC_ABI[5];
 
 /** True when the error says the node could not be reached or did not answer (not a revert). */
 export function isRpcUnavailable(err: unknown): boolean {
@@ -179,27 +192,48 @@ export function receiptMovesFunds(receipt: TransactionReceipt, token: Address, p
   return logs.some((l) => isAddressEqual(l.args.from, getAddress(a.from)) && isAddressEqual(l.args.to, getAddress(a.to)) && l.args.value === BigInt(a.value));
 }
 
-/** The transaction that used the authorization, from its AuthorizationUsed log within the last `lookbackBlocks`. */
-export async function findAuthorizationTx(client: PublicClient, token: Address, proof: PaymentProof, lookbackBlocks: bigint): Promise<Hex | null> {
+/**
+ * Why the authorization's nonce reads as used (`authorizationState`), from its logs within the
+ * last `lookbackBlocks`: a transaction that used it (AuthorizationUsed: the transfer happened),
+ * or the payer's cancelAuthorization (AuthorizationCanceled: FiatToken marks the nonce used and
+ * nothing moves). Null when neither is in the window. A nonce is used or canceled once, never both.
+ */
+export async function authorizationUseOf(
+  client: PublicClient,
+  token: Address,
+  proof: PaymentProof,
+  lookbackBlocks: bigint,
+): Promise<{ by: 'transfer' | 'cancel'; tx: Hex } | null> {
   return chainRead(async () => {
-    const latest = await client.getBlockNumber();
-    const logs = await client.getLogs({
+    // Fresh, not viem's cached block number (up to 4 s old): the log just judged used may be in the newest block.
+    const latest = await client.getBlockNumber({ cacheTime: 0 });
+    const window = {
       address: token,
-      event: USDC_ABI[4],
       args: { authorizer: getAddress(proof.authorization.from), nonce: proof.authorization.nonce as Hex },
       fromBlock: latest > lookbackBlocks ? latest - lookbackBlocks : 0n,
-      toBlock: latest,
-    });
-    return logs.at(-1)?.transactionHash ?? null;
+      toBlock: 'latest' as const,
+    };
+    const [used, canceled] = await Promise.all([
+      client.getLogs({ ...window, event: AUTHORIZATION_USED }),
+      client.getLogs({ ...window, event: AUTHORIZATION_CANCELED }),
+    ]);
+    const usedTx = used.at(-1)?.transactionHash;
+    if (usedTx) return { by: 'transfer' as const, tx: usedTx };
+    const cancelTx = canceled.at(-1)?.transactionHash;
+    return cancelTx ? { by: 'cancel' as const, tx: cancelTx } : null;
   });
 }
 
 /**
- * The authorization is used on chain: settled, preferably with a recorded transaction that
- * mined it, else the transaction found through its AuthorizationUsed log (someone else's
- * transaction may have carried it). The last recorded hash is the fallback reference.
+ * The authorization reads as used on chain; what that means for the attempt. Settled only on
+ * evidence that the transfer happened: a recorded transaction whose receipt moves the funds,
+ * else the transaction named by the AuthorizationUsed log (someone else's transaction may have
+ * carried it). A payer who canceled the authorization (cancelAuthorization, perhaps ahead of our
+ * transaction, which then reverts) paid nothing: failed, NONCE_ALREADY_USED. With neither log in
+ * the window the outcome stays pending, never settled on a guess: an order is fulfilled only
+ * for funds that moved.
  */
-export async function settledOutcome(
+export async function usedAuthorizationOutcome(
   client: PublicClient,
   token: Address,
   proof: PaymentProof,
@@ -210,12 +244,17 @@ export async function settledOutcome(
     const r = await receiptOf(client, hash);
     if (r && receiptMovesFunds(r, token, proof)) return { status: 'settled', reference: hash };
   }
-  const found = await findAuthorizationTx(client, token, proof, lookbackBlocks);
-  if (found) return { status: 'settled', reference: found };
-  const last = recordedHashes.at(-1);
-  return last ? { status: 'settled', reference: last } : { status: 'pending', reference: null };
+  const use = await authorizationUseOf(client, token, proof, lookbackBlocks);
+  if (use?.by === 'transfer') return { status: 'settled', reference: use.tx };
+  if (use?.by === 'cancel') {
+    return {
+      status: 'failed',
+      code: 'NONCE_ALREADY_USED',
+      human: `The payer canceled this authorization on chain (cancelAuthorization, transaction ${use.tx}) before any transfer carried it; no USDC moved. Sign a new authorization.`,
+    };
+  }
+  return { status: 'pending', reference: recordedHashes.at(-1) ?? null };
 }
-
 
 /** Recorded hashes, oldest first. */
 export const hashesOf = (broadcasts: BroadcastRecord[]): Hex[] => broadcasts.map((b) => b.txHash);

@@ -7,7 +7,7 @@ import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { CHAINS } from '@svc/contract';
 import { checkProof, type RecoverSigner } from '../lib/eip3009.js';
-import { authorizationAt, authorizationUsed, chainRead, chainSnapshot, hashesOf, settledOutcome } from './evm-reads.js';
+import { authorizationAt, authorizationUsed, chainRead, chainSnapshot, hashesOf, usedAuthorizationOutcome } from './evm-reads.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 
 export type RemoteFacilitatorOptions = {
@@ -180,7 +180,7 @@ export class RemoteFacilitator implements Facilitator {
     if (tx) {
       // a failure after a broadcast: the chain is the judge (another transaction may carry the authorization)
       const used = await authorizationUsed(this.client, this.token, p);
-      if (used) return settledOutcome(this.client, this.token, p, [tx], this.opts.logLookbackBlocks);
+      if (used) return usedAuthorizationOutcome(this.client, this.token, p, [tx], this.opts.logLookbackBlocks);
     }
     return { status: 'failed', ...mapX402Reason(res.errorReason) };
   }
@@ -189,7 +189,7 @@ export class RemoteFacilitator implements Facilitator {
     const { proof, broadcasts } = input;
     // Used and expired judged at one block (a transfer mined between two reads is never released).
     const state = await authorizationAt(this.client, this.token, proof, await chainSnapshot(this.client));
-    if (state === 'used') return settledOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
+    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
     if (state === 'expired') {
       return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain without being used.' };
     }

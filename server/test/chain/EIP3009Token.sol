@@ -7,11 +7,14 @@ pragma solidity ^0.8.20;
 contract EIP3009Token {
     event Transfer(address indexed from, address indexed to, uint256 value);
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
+    event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce);
 
     bytes32 private constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
         keccak256("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)");
     bytes32 private constant RECEIVE_WITH_AUTHORIZATION_TYPEHASH =
         keccak256("ReceiveWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)");
+    bytes32 private constant CANCEL_AUTHORIZATION_TYPEHASH =
+        keccak256("CancelAuthorization(address authorizer,bytes32 nonce)");
     bytes32 private constant EIP712_DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
     // secp256k1 n/2: like OpenZeppelin's ECDSA (FiatToken's ECRecover), only low-s signatures.
@@ -68,6 +71,17 @@ contract EIP3009Token {
     ) external {
         require(to == msg.sender, "FiatTokenV2: caller must be the payee");
         _transferWithAuthorization(RECEIVE_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce, abi.encodePacked(r, s, v));
+    }
+
+    /// FiatToken v2.2's cancelAuthorization: the payer's own signature over (authorizer, nonce),
+    /// sent by anyone. The nonce reads as used from then on (authorizationState), though nothing moved.
+    function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external {
+        require(!_authorizationStates[authorizer][nonce], "FiatTokenV2: authorization is used or canceled");
+        bytes32 structHash = keccak256(abi.encode(CANCEL_AUTHORIZATION_TYPEHASH, authorizer, nonce));
+        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
+        require(_recover(digest, abi.encodePacked(r, s, v)) == authorizer, "FiatTokenV2: invalid signature");
+        _authorizationStates[authorizer][nonce] = true;
+        emit AuthorizationCanceled(authorizer, nonce);
     }
 
     function _transferWithAuthorization(

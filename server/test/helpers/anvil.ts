@@ -8,12 +8,13 @@ import {
   createPublicClient,
   createWalletClient,
   http,
+  parseSignature,
   publicActions,
   type Address,
   type Hex,
   type PublicClient,
 } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import { CHAINS } from '@svc/contract';
 import { EIP3009_TOKEN_ABI, EIP3009_TOKEN_RUNTIME, MULTICALL3_RUNTIME } from '../chain/eip3009-token.artifact.js';
@@ -43,6 +44,13 @@ export type Anvil = {
   usdcBalance: (addr: Address) => Promise<bigint>;
   mine: (blocks?: number) => Promise<void>;
   setAutomine: (on: boolean) => Promise<void>;
+  /**
+   * The payer's cancelAuthorization (FiatToken v2.2): `payer` signs CancelAuthorization(authorizer,
+   * nonce) and the dev account sends it with a priority fee of `tipGwei` (default 100, so a block
+   * orders it ahead of a relayer's transfer). Answers the hash once the node holds it; not mined
+   * while mining is off.
+   */
+  cancelAuthorization: (payer: PrivateKeyAccount, nonce: Hex, opts?: { tipGwei?: bigint }) => Promise<Hex>;
   stop: () => Promise<void>;
 };
 
@@ -148,6 +156,26 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
     mine,
     setAutomine: async (on) => {
       await rpc('evm_setAutomine', [on]);
+    },
+    cancelAuthorization: async (payer, nonce, o = {}) => {
+      const signature = await payer.signTypedData({
+        domain: { name: 'USD Coin', version: '2', chainId: base.id, verifyingContract: USDC_BASE },
+        types: { CancelAuthorization: [{ name: 'authorizer', type: 'address' }, { name: 'nonce', type: 'bytes32' }] },
+        primaryType: 'CancelAuthorization',
+        message: { authorizer: payer.address, nonce },
+      });
+      const { r, s, v } = parseSignature(signature);
+      const tip = (o.tipGwei ?? 100n) * 10n ** 9n;
+      const block = await client.getBlock();
+      return dev.writeContract({
+        address: USDC_BASE,
+        abi: EIP3009_TOKEN_ABI,
+        functionName: 'cancelAuthorization',
+        args: [payer.address, nonce, Number(v), r, s],
+        gas: 200_000n,
+        maxPriorityFeePerGas: tip,
+        maxFeePerGas: tip + 4n * (block.baseFeePerGas ?? 0n),
+      });
     },
     stop: async () => {
       if (proc.exitCode !== null) return;

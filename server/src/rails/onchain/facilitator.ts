@@ -28,7 +28,7 @@ import {
   receiptOf,
   revertReason,
   rpcUnavailable,
-  settledOutcome,
+  usedAuthorizationOutcome,
   usdcBalance,
 } from '../evm-reads.js';
 import type {
@@ -256,7 +256,8 @@ export class OnchainFacilitator implements Facilitator {
   }
 
   /**
-   * Every judgement is made at one block B (chainSnapshot): used at B means settled; unused
+   * Every judgement is made at one block B (chainSnapshot): used at B means settled (or, for a
+   * payer who canceled the authorization, failed: usedAuthorizationOutcome); unused
    * and expired at B means it can never move; otherwise a broadcast is dead only if its relayer
    * nonce was consumed by B (the authorization being unused at B, it did not carry it) or it
    * reverted by B. Anything mined after B is judged at the next pass, never released on a
@@ -266,7 +267,7 @@ export class OnchainFacilitator implements Facilitator {
     const { proof, broadcasts } = input;
     const at = await chainSnapshot(this.client);
     const state = await authorizationAt(this.client, this.token, proof, at);
-    if (state === 'used') return settledOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
+    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
     if (state === 'expired') {
       return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain before any transaction carrying it was mined.' };
     }
@@ -472,13 +473,14 @@ export class OnchainFacilitator implements Facilitator {
     return this.deadOutcome(f);
   }
 
-  /** Our transaction reverted or its nonce went to another: settled if someone else carried the authorization. */
+  /**
+   * Our transaction reverted or its nonce went to another. The authorization reads as used:
+   * settled if a transfer carried it (someone else's transaction), failed if the payer canceled
+   * it, pending while neither can be shown.
+   */
   private async deadOutcome(f: Flight): Promise<SettleOutcome> {
     const state = await authorizationAt(this.client, this.token, f.proof, await chainSnapshot(this.client));
-    if (state === 'used') {
-      const o = await settledOutcome(this.client, this.token, f.proof, f.hashes, this.opts.logLookbackBlocks);
-      if (o.status === 'settled') return o;
-    }
+    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, f.proof, f.hashes, this.opts.logLookbackBlocks);
     if (state === 'expired') {
       return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired before the transfer was mined.' };
     }
