@@ -220,44 +220,66 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     expect(await f.reconcile({ proof: other, broadcasts: [], nowSec: nowSec() })).toEqual({ status: 'settled', reference: hash });
   });
 
-  it('the payer cancels the authorization ahead of our transfer (cancelAuthorization mined first, ours reverts): failed NONCE_ALREADY_USED, never settled, and nothing moved', async () => {
-    const fac = facilitatorOn(anvil, keys.slice(2, 3));
-    const payer = await fundedPayer(anvil, 10n * USDC);
-    const merchant = payTo();
-    const proof = await signedProof(payer, merchant, USDC);
-    await anvil.setAutomine(false);
-    let cancel: Hex | undefined;
-    try {
-      // the cancel reaches the pool just before our transfer, with a far higher priority fee
-      const rec = recorder(async (_r, n) => {
-        if (n === 0) cancel = await anvil.cancelAuthorization(payer, proof.authorization.nonce as Hex);
-      });
-      const settling = fac.settle(proof, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast });
-      while (!(rec.records[0] && (await anvil.rpc('eth_getTransactionByHash', [rec.records[0].txHash])))) await new Promise((r) => setTimeout(r, 20));
-      await anvil.mine();
-      const out = await settling;
-      const ours = rec.records[0]!.txHash;
-      const [cancelReceipt, ourReceipt] = await Promise.all([cancel!, ours].map((hash) => anvil.client.getTransactionReceipt({ hash })));
-      expect([cancelReceipt!.status, ourReceipt!.status]).toEqual(['success', 'reverted']);
-      expect(cancelReceipt!.blockNumber).toBe(ourReceipt!.blockNumber);
-      expect(await anvil.client.readContract({ address: USDC_BASE, abi: EIP3009_TOKEN_ABI, functionName: 'authorizationState', args: [payer.address, proof.authorization.nonce as Hex] })).toBe(true);
+  // Two ways for the payer to spoil the nonce while our transfer is in the pool: cancel the
+  // authorization, or spend its nonce on another authorization of theirs (to their own address).
+  for (const spoiler of ['cancelAuthorization', 'a transfer of the same nonce to the payer'] as const) {
+    it(`the payer spoils the nonce ahead of our transfer (${spoiler} mined first, ours reverts): failed NONCE_ALREADY_USED, never settled, and nothing moved`, async () => {
+      const fac = facilitatorOn(anvil, keys.slice(2, 3));
+      const payer = await fundedPayer(anvil, 10n * USDC);
+      const merchant = payTo();
+      const proof = await signedProof(payer, merchant, USDC);
+      const nonce = proof.authorization.nonce as Hex;
+      const spoil = async (): Promise<Hex> => {
+        if (spoiler === 'cancelAuthorization') return anvil.cancelAuthorization(payer, nonce);
+        const own = privateKeyToAccount(generatePrivateKey()).address;
+        const other = await signedProof(payer, own, 1n, { nonce });
+        const sig = parseSignature(other.signature);
+        const a = other.authorization;
+        const block = await anvil.client.getBlock();
+        const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: base, transport: http(anvil.rpcUrl) });
+        return dev.writeContract({
+          address: USDC_BASE,
+          abi: EIP3009_TOKEN_ABI,
+          functionName: 'transferWithAuthorization',
+          args: [a.from as Hex, a.to as Hex, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), nonce, Number(sig.v), sig.r, sig.s],
+          gas: 200_000n,
+          maxPriorityFeePerGas: 100n * 10n ** 9n,
+          maxFeePerGas: 100n * 10n ** 9n + 4n * (block.baseFeePerGas ?? 0n),
+        });
+      };
+      await anvil.setAutomine(false);
+      let spoiled: Hex | undefined;
+      try {
+        // the spoiler reaches the pool just before our transfer, with a far higher priority fee
+        const rec = recorder(async (_r, n) => {
+          if (n === 0) spoiled = await spoil();
+        });
+        const settling = fac.settle(proof, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast });
+        while (!(rec.records[0] && (await anvil.rpc('eth_getTransactionByHash', [rec.records[0].txHash])))) await new Promise((r) => setTimeout(r, 20));
+        await anvil.mine();
+        const out = await settling;
+        const ours = rec.records[0]!.txHash;
+        const [spoilerReceipt, ourReceipt] = await Promise.all([spoiled!, ours].map((hash) => anvil.client.getTransactionReceipt({ hash })));
+        expect([spoilerReceipt!.status, ourReceipt!.status]).toEqual(['success', 'reverted']);
+        expect(spoilerReceipt!.blockNumber).toBe(ourReceipt!.blockNumber);
+        expect(await anvil.client.readContract({ address: USDC_BASE, abi: EIP3009_TOKEN_ABI, functionName: 'authorizationState', args: [payer.address, nonce] })).toBe(true);
 
-      const canceled = { status: 'failed', code: 'NONCE_ALREADY_USED', human: expect.stringContaining(`cancelAuthorization, transaction ${cancel}`) };
-      expect(out).toEqual(canceled);
-      expect(await fac.reconcile({ proof, broadcasts: rec.records, nowSec: nowSec() })).toEqual(canceled);
-      expect(await anvil.usdcBalance(merchant)).toBe(0n);
-      expect(await anvil.usdcBalance(payer.address)).toBe(10n * USDC);
+        const failed = { status: 'failed', code: 'NONCE_ALREADY_USED', human: expect.stringContaining(`transaction ${spoiled}`) };
+        expect(out).toEqual(failed);
+        expect(await fac.reconcile({ proof, broadcasts: rec.records, nowSec: nowSec() })).toEqual(failed);
+        expect(await anvil.usdcBalance(merchant)).toBe(0n);
 
-      // used, but neither a transfer nor a cancel in the log window: undecided, never settled on a guess
-      await anvil.mine();
-      const blind = facilitatorOn(anvil, keys.slice(2, 3), { logLookbackBlocks: 0n });
-      expect(await blind.reconcile({ proof, broadcasts: rec.records, nowSec: nowSec() })).toEqual({ status: 'pending', reference: ours });
-      await blind.close();
-    } finally {
-      await anvil.setAutomine(true);
-      await fac.close();
-    }
-  });
+        // used, but neither log in the window: undecided, never settled on a guess
+        await anvil.mine();
+        const blind = facilitatorOn(anvil, keys.slice(2, 3), { logLookbackBlocks: 0n });
+        expect(await blind.reconcile({ proof, broadcasts: rec.records, nowSec: nowSec() })).toEqual({ status: 'pending', reference: ours });
+        await blind.close();
+      } finally {
+        await anvil.setAutomine(true);
+        await fac.close();
+      }
+    });
+  }
 
   it('reconcile: nothing recorded is failed; a recorded-but-unsent tx is re-sent while its nonce is free, dead once the nonce is taken', async () => {
     const fac = facilitatorOn(anvil, keys.slice(1, 2));

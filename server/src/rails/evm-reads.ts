@@ -226,12 +226,14 @@ export async function authorizationUseOf(
 
 /**
  * The authorization reads as used on chain; what that means for the attempt. Settled only on
- * evidence that the transfer happened: a recorded transaction whose receipt moves the funds,
- * else the transaction named by the AuthorizationUsed log (someone else's transaction may have
- * carried it). A payer who canceled the authorization (cancelAuthorization, perhaps ahead of our
- * transaction, which then reverts) paid nothing: failed, NONCE_ALREADY_USED. With neither log in
- * the window the outcome stays pending, never settled on a guess: an order is fulfilled only
- * for funds that moved.
+ * evidence that the funds moved: a recorded transaction whose receipt moves them, else the
+ * transaction named by the AuthorizationUsed log when its receipt moves them too (someone
+ * else's transaction may have carried our authorization). The nonce, not the authorization, is
+ * what FiatToken marks used, so a payer can spoil it ahead of our transaction (which then
+ * reverts) by canceling it (cancelAuthorization) or by spending it on another authorization of
+ * theirs; either way nothing was paid: failed, NONCE_ALREADY_USED. With neither log in the
+ * window the outcome stays pending, never settled on a guess: an order is fulfilled only for
+ * funds that moved.
  */
 export async function usedAuthorizationOutcome(
   client: PublicClient,
@@ -245,7 +247,18 @@ export async function usedAuthorizationOutcome(
     if (r && receiptMovesFunds(r, token, proof)) return { status: 'settled', reference: hash };
   }
   const use = await authorizationUseOf(client, token, proof, lookbackBlocks);
-  if (use?.by === 'transfer') return { status: 'settled', reference: use.tx };
+  if (use?.by === 'transfer') {
+    // Our authorization carried by someone else's transaction moves exactly these funds. The
+    // payer can also spend the same nonce on another authorization of theirs (to another
+    // address, any value): the nonce is used, but this merchant was not paid.
+    const r = await receiptOf(client, use.tx);
+    if (r && receiptMovesFunds(r, token, proof)) return { status: 'settled', reference: use.tx };
+    return {
+      status: 'failed',
+      code: 'NONCE_ALREADY_USED',
+      human: `The authorization's nonce was spent on chain by another authorization of the payer (transaction ${use.tx}) that did not pay this merchant; no USDC moved here. Sign a new authorization.`,
+    };
+  }
   if (use?.by === 'cancel') {
     return {
       status: 'failed',
