@@ -353,14 +353,20 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Follow a sign-in link
-         * @description Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page when the link also approved a command-line sign-in; a used, expired or unknown link is 410 with a page that says so.
+         * Open a sign-in link
+         * @description Spends nothing: answers a page that names the email (and the command-line code the link also approves, if any) with one button, a form that POSTs the token to this path. Mail scanners that fetch every link in a message therefore cannot use a link up. A used, expired or unknown link is 410 with a page that says so.
          *
          *     Auth: public, no API key.
          */
-        get: operations["verifySignIn"];
+        get: operations["openSignInLink"];
         put?: never;
-        post?: never;
+        /**
+         * Sign in with a link
+         * @description The button of the link's page. Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page when the link also approved a command-line sign-in. A used, expired or unknown link is 410 with a page that says so. A POST that does not come from this origin (its Origin header, else Sec-Fetch-Site: same-origin, as for every cookie-authenticated write) is 403 and spends nothing: only the link's own page signs in, so another site cannot sign a visitor into its own account.
+         *
+         *     Auth: public, no API key.
+         */
+        post: operations["verifySignIn"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3306,7 +3312,7 @@ export interface operations {
             };
         };
     };
-    verifySignIn: {
+    openSignInLink: {
         parameters: {
             query?: {
                 token?: string;
@@ -3317,8 +3323,47 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    verifySignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    token?: string;
+                };
+            };
+        };
+        responses: {
             /** @description 303 */
             303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

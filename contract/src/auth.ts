@@ -57,10 +57,21 @@ export const authContract = c.router({
     method: 'GET',
     path: '/v1/auth/verify',
     query: z.object({ token: z.string().max(200).optional() }),
-    responses: { 303: c.noBody(), 410: Html },
-    summary: 'Follow a sign-in link',
+    responses: { 200: Html, 410: Html },
+    summary: 'Open a sign-in link',
     description:
-      'Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page when the link also approved a command-line sign-in; a used, expired or unknown link is 410 with a page that says so.',
+      'Spends nothing: answers a page that names the email (and the command-line code the link also approves, if any) with one button, a form that POSTs the token to this path. Mail scanners that fetch every link in a message therefore cannot use a link up. A used, expired or unknown link is 410 with a page that says so.',
+    metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'openSignInLink' }),
+  },
+  verifyConfirm: {
+    method: 'POST',
+    path: '/v1/auth/verify',
+    contentType: 'application/x-www-form-urlencoded',
+    body: z.object({ token: z.string().max(200).optional() }),
+    responses: { 303: c.noBody(), 403: Html, 410: Html },
+    summary: 'Sign in with a link',
+    description:
+      "The button of the link's page. Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page when the link also approved a command-line sign-in. A used, expired or unknown link is 410 with a page that says so. A POST that does not come from this origin (its Origin header, else Sec-Fetch-Site: same-origin, as for every cookie-authenticated write) is 403 and spends nothing: only the link's own page signs in, so another site cannot sign a visitor into its own account.",
     metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'verifySignIn' }),
   },
   logout: {

@@ -60,10 +60,19 @@ const start = (body: Record<string, unknown>) => app.request('POST', '/v1/auth/e
 const cookieOf = (res: { headers: Headers }) => /svc_session=([^;]+)/.exec(res.headers.get('set-cookie') ?? '')?.[1];
 const withCookie = (cookie: string, extra: Record<string, string> = {}) => ({ cookie: `svc_session=${cookie}`, ...extra });
 
+/** The button of the link's page: the form POST a browser sends from it (same-origin). */
+const confirm = (token: string | undefined, headers: Record<string, string> = { 'sec-fetch-site': 'same-origin' }) =>
+  app.request('POST', '/v1/auth/verify', {
+    rawBody: token === undefined ? '' : new URLSearchParams({ token }).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+  });
+
 async function signIn(email: string) {
   const started = await start({ email });
   expect(started.status, started.text).toBe(200);
-  const verified = await app.request('GET', `/v1/auth/verify?token=${encodeURIComponent(started.body.dev_token)}`);
+  const opened = await app.request('GET', `/v1/auth/verify?token=${encodeURIComponent(started.body.dev_token)}`);
+  expect(opened.status, opened.text).toBe(200);
+  const verified = await confirm(started.body.dev_token);
   expect(verified.status, verified.text).toBe(303);
   const cookie = cookieOf(verified);
   expect(cookie).toBeTruthy();
@@ -81,7 +90,20 @@ describe('magic link', () => {
     // The same link went out over SMTP.
     await expect.poll(() => smtp.messages.some((m) => m.includes(started.body.dev_token))).toBe(true);
 
-    const verified = await app.request('GET', `/v1/auth/verify?token=${started.body.dev_token}`);
+    // The link opens a page and spends nothing; its button signs in.
+    const opened = await app.request('GET', `/v1/auth/verify?token=${started.body.dev_token}`);
+    expect(opened.status).toBe(200);
+    expect(opened.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(opened.headers.get('set-cookie')).toBeNull();
+    expect(opened.text).toContain(`Signing in as <strong>${email}</strong>`);
+    expect(opened.text).toContain(`<form method="post" action="/v1/auth/verify"><input type="hidden" name="token" value="${started.body.dev_token}">`);
+    for (const res of [opened]) {
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('referrer-policy')).toBe('same-origin');
+      expect(res.headers.get('x-frame-options')).toBe('DENY');
+      expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    }
+    const verified = await confirm(started.body.dev_token);
     expect(verified.status).toBe(303);
     expect(verified.headers.get('location')).toBe('/dashboard/');
     const setCookie = verified.headers.get('set-cookie')!;
@@ -107,18 +129,55 @@ describe('magic link', () => {
   it('GIVEN a link WHEN it is used twice or after 15 minutes THEN 410 with a page that says so', async () => {
     const t0 = freshWindow();
     const first = await start({ email: `reuse-${Date.now()}@example.com` });
-    expect((await app.request('GET', `/v1/auth/verify?token=${first.body.dev_token}`)).status).toBe(303);
-    const reused = await app.request('GET', `/v1/auth/verify?token=${first.body.dev_token}`);
-    expect(reused.status).toBe(410);
-    expect(reused.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(reused.text).toContain('expired');
-    expect(reused.headers.get('set-cookie')).toBeNull();
+    expect((await confirm(first.body.dev_token)).status).toBe(303);
+    for (const reused of [await app.request('GET', `/v1/auth/verify?token=${first.body.dev_token}`), await confirm(first.body.dev_token)]) {
+      expect(reused.status).toBe(410);
+      expect(reused.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(reused.text).toContain('expired');
+      expect(reused.headers.get('set-cookie')).toBeNull();
+    }
 
     const late = await start({ email: `late-${Date.now()}@example.com` });
     app.services.now = () => new Date(t0 + 900_000 + 1000);
     expect((await app.request('GET', `/v1/auth/verify?token=${late.body.dev_token}`)).status).toBe(410);
+    expect((await confirm(late.body.dev_token)).status).toBe(410);
     expect((await app.request('GET', '/v1/auth/verify?token=nonsense')).status).toBe(410);
+    expect((await confirm('nonsense')).status).toBe(410);
     expect((await app.request('GET', '/v1/auth/verify')).status).toBe(410);
+    expect((await confirm(undefined)).status).toBe(410);
+  });
+
+  it('GIVEN a mail scanner that fetches every link WHEN it opens the link, even many times THEN nothing is spent and the person still signs in with it', async () => {
+    freshWindow();
+    const email = `scanned-${Date.now()}@example.com`;
+    const started = await start({ email });
+    // what Safe Links and mail gateways do: GET (and HEAD) the link before the person clicks
+    for (let i = 0; i < 3; i++) expect((await app.request('GET', `/v1/auth/verify?token=${started.body.dev_token}`)).status).toBe(200);
+    const head = await fetch(`${app.baseUrl}/v1/auth/verify?token=${started.body.dev_token}`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(await sql(app, 'select used_at from sign_in_tokens where email = ?', [email])).toEqual([{ used_at: null }]);
+    expect(await sql(app, 'select count(*)::int as n from users where email = ?', [email])).toEqual([{ n: 0 }]);
+    const verified = await confirm(started.body.dev_token);
+    expect(verified.status, verified.text).toBe(303);
+    expect(cookieOf(verified)).toBeTruthy();
+  });
+
+  it('GIVEN a token posted from another origin WHEN the browser says so (Origin, else Sec-Fetch-Site) THEN 403, nothing is spent, and the link still works from its own page', async () => {
+    freshWindow();
+    const started = await start({ email: `csrf-${Date.now()}@example.com` });
+    const token = started.body.dev_token as string;
+    const foreign: Record<string, string>[] = [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }, { origin: 'null' }, {}];
+    for (const headers of foreign) {
+      const refused = await confirm(token, headers);
+      expect(refused.status, JSON.stringify(headers)).toBe(403);
+      expect(refused.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(refused.headers.get('set-cookie')).toBeNull();
+    }
+    expect(await sql(app, 'select used_at from sign_in_tokens where token_hash = encode(sha256(convert_to(?, \'utf8\')), \'hex\')', [token])).toEqual([{ used_at: null }]);
+    // The link's page: a same-origin form POST (its Referrer-Policy same-origin keeps the real Origin).
+    expect((await confirm(token, { 'sec-fetch-site': 'same-origin', origin: app.baseUrl })).status).toBe(303);
+    const again = await start({ email: `csrf2-${Date.now()}@example.com` });
+    expect((await confirm(again.body.dev_token, { origin: app.baseUrl })).status).toBe(303);
   });
 
   it('GIVEN a known and an unknown email WHEN a link is asked for THEN the answers have the same shape (no enumeration); a malformed email is 400', async () => {
@@ -220,7 +279,11 @@ describe('device code (RFC 8628)', () => {
     const email = `cli-${Date.now()}@example.com`;
     const started = await start({ email, device_code: dc.device_code });
     expect(started.status, started.text).toBe(200);
-    const verified = await app.request('GET', `/v1/auth/verify?token=${started.body.dev_token}`);
+    const opened = await app.request('GET', `/v1/auth/verify?token=${started.body.dev_token}`);
+    expect(opened.text).toContain(`approves the command-line sign-in showing the code <code>${dc.user_code}</code>`);
+    // opening the link approved nothing yet
+    expect(await sql(app, 'select status from device_codes where user_code = ?', [dc.user_code])).toEqual([{ status: 'pending' }]);
+    const verified = await confirm(started.body.dev_token);
     expect(verified.status).toBe(303);
     expect(verified.headers.get('location')).toBe(`/dashboard/device?approved=${dc.user_code}`);
 

@@ -36,6 +36,19 @@ function login(args: string[]): Child {
   return state;
 }
 
+/** What a person does with the mailed link: opens it (a page), then presses its button (a same-origin form POST). */
+async function followSignInLink(link: string): Promise<Response> {
+  const page = await fetch(link);
+  expect(page.status).toBe(200);
+  const token = /name="token" value="([^"]+)"/.exec(await page.text())![1]!;
+  return fetch(new URL('/v1/auth/verify', link), {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: new URL(link).origin },
+    body: new URLSearchParams({ token }),
+  });
+}
+
 let app: TestApp;
 const dir = mkdtempSync(join(tmpdir(), 'svc-login-'));
 beforeAll(async () => {
@@ -51,9 +64,10 @@ describe('svc login', () => {
     const out = join(dir, 'key.txt');
     const cli = login(['--url', app.baseUrl, '--email', `newcomer-${Date.now()}@example.com`, '--out', out]);
     const [, link] = await cli.waitFor(/Development server: the link is (\S+)/);
-    // The person clicks the link in their mail.
-    const clicked = await fetch(link!);
-    expect(clicked.status).toBe(200);
+    // The person follows the link in their mail.
+    const signedIn = await followSignInLink(link!);
+    expect(signedIn.status).toBe(303);
+    expect(signedIn.headers.get('location')).toMatch(/^\/dashboard\/device\?approved=[A-Z]{4}-[A-Z]{4}$/);
     expect(await cli.done).toBe(0);
     expect(cli.stdout).toMatch(/^wrote test key key_[0-9a-z]{26} to /);
     const secret = readFileSync(out, 'utf8').trim();
@@ -66,7 +80,7 @@ describe('svc login', () => {
 
   it('GIVEN `svc login` without --email WHEN a signed-in member confirms the printed code THEN the key is printed on stdout', async () => {
     const started = await app.request('POST', '/v1/auth/email/start', { body: { email: `member-${Date.now()}@example.com` } });
-    const verified = await fetch(`${app.baseUrl}/v1/auth/verify?token=${started.body.dev_token}`, { redirect: 'manual' });
+    const verified = await followSignInLink(started.body.verify_url);
     const cookie = /svc_session=([^;]+)/.exec(verified.headers.get('set-cookie')!)![1]!;
 
     const cli = login(['--url', app.baseUrl]);

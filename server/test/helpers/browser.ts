@@ -27,10 +27,12 @@ export async function shot(page: Page, name: string): Promise<void> {
 
 /**
  * Signs in through the pages, as a person does on a development server: the sign-in form,
- * then the development link the page shows (the same link the mail carries).
+ * then the development link the page shows (the same link the mail carries), then the
+ * link's page's button.
  */
 export async function signInThroughUi(page: Page, email: string): Promise<void> {
   await page.getByLabel('Email').fill(email);
   await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
   await page.getByTestId('dev-signin-link').click();
+  await page.getByRole('button', { name: 'Sign in' }).click();
 }

@@ -25,7 +25,7 @@ export class Mailer {
 
   /** Never throws: a mail failure is logged (without the link) and the caller answers as usual. */
   async sendSignIn(mail: SignInMail): Promise<void> {
-    const device = mail.deviceUserCode ? `\nFollowing it also signs in the command line that shows the code ${mail.deviceUserCode}.\n` : '';
+    const device = mail.deviceUserCode ? `\nSigning in from it also approves the command line that shows the code ${mail.deviceUserCode}.\n` : '';
     const text = `Sign in to svc-checkout:\n\n${mail.link}\n\nThe link works once, for ${mail.expiresInMinutes} minutes.${device}\nIf you did not ask for it, ignore this mail.\n`;
     if (!this.transport) {
       if (this.config.NODE_ENV === 'production') this.log.warn('sign-in mail is not configured (SVC_SMTP_URL unset): no link was sent');

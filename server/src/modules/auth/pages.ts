@@ -1,4 +1,4 @@
-/** The one HTML page of sign-in outside the dashboard: a spent or expired link (410). */
+/** The HTML pages of sign-in outside the dashboard: a link's confirmation, a spent or expired link (410), a foreign form (403). */
 const escape = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 export function page(title: string, bodyHtml: string): string {
@@ -11,4 +11,23 @@ export function page(title: string, bodyHtml: string): string {
 
 export function linkGonePage(): string {
   return page('This link has expired', '<p>The sign-in link was already used or is older than 15 minutes. <a href="/dashboard/login">Request a new one</a>.</p>');
+}
+
+/**
+ * What a sign-in link opens (GET, nothing spent): the email, the command-line code it also
+ * approves, and one button that POSTs the token back. A scanner that fetches the link gets
+ * this page and uses nothing up.
+ */
+export function confirmSignInPage(input: { email: string; token: string; deviceUserCode: string | null }): string {
+  const device = input.deviceUserCode
+    ? `<p>This also approves the command-line sign-in showing the code <code>${escape(input.deviceUserCode)}</code>. If no terminal of yours shows it, do not continue.</p>`
+    : '';
+  return page(
+    'Sign in to svc-checkout',
+    `<p>Signing in as <strong>${escape(input.email)}</strong>.</p>${device}<form method="post" action="/v1/auth/verify"><input type="hidden" name="token" value="${escape(input.token)}"><button type="submit">Sign in</button></form><p>The link works once, within 15 minutes of being sent.</p>`,
+  );
+}
+
+export function foreignFormPage(): string {
+  return page('Sign in from the link', '<p>This sign-in was sent from another page. Open the link from your email and press its button.</p>');
 }

@@ -11,7 +11,7 @@ import { createApiKey } from '../accounts/service.js';
 import { presentKey } from '../accounts/keys.js';
 import { consumeRateLimit } from '../checkout/rate-limit.js';
 import { DeviceCode, Membership, SignInToken, User, UserSession } from './entity.js';
-import { linkGonePage } from './pages.js';
+import { confirmSignInPage, linkGonePage } from './pages.js';
 import { upsertUserByEmail } from './store.js';
 
 export const LINK_TTL_SECONDS = 900;
@@ -94,11 +94,26 @@ async function homeProjectOf(em: Em, userId: string): Promise<{ id: string }> {
   return project;
 }
 
+/**
+ * GET /v1/auth/verify: the link's page, or 410. Reads only: a mail scanner that fetches the
+ * link (Outlook's Safe Links, corporate gateways) must not use it up, so the page asks the
+ * person to press a button that POSTs the token (verifySignIn).
+ */
+export async function openSignInLink(ctx: Ctx, token: string | undefined): Promise<{ status: 200 | 410; html: string }> {
+  if (!token) return { status: 410, html: linkGonePage() };
+  const now = ctx.services.now();
+  const link = await ctx.em.findOne(SignInToken, { tokenHash: sha256(token) });
+  if (!link || link.usedAt || link.expiresAt <= now) return { status: 410, html: linkGonePage() };
+  const device = link.deviceCodeId ? await ctx.em.findOne(DeviceCode, { id: link.deviceCodeId }) : null;
+  const deviceUserCode = device && device.status === 'pending' && device.expiresAt > now ? device.userCode : null;
+  return { status: 200, html: confirmSignInPage({ email: link.email, token, deviceUserCode }) };
+}
+
 /** Signed in: the session token and where the browser goes next (the dashboard, or its device page when the link approved a CLI). */
 export type VerifyOutcome = { status: 303; location: string; sessionToken: string; maxAgeSeconds: number } | { status: 410; html: string };
 
 /**
- * GET /v1/auth/verify: spends the link (single use, by row lock), creates the account on the
+ * POST /v1/auth/verify (the button of the link's page): spends the link (single use, by row lock), creates the account on the
  * first sign-in (user, organization, project, membership), approves an attached device code
  * and opens a session. Only the session token's SHA-256 is stored.
  */
