@@ -62,6 +62,32 @@ async function openLive(sku = 'coffee') {
 
 const countRows = async (table: string, where: string, params: unknown[]) => Number((await sql(app, `select count(*)::int as n from ${table} where ${where}`, params))[0]!.n);
 
+/** Runs `fn` with mining off and a 1 s settle wait (a settle answers 202 with its transfer in the pool); restores both, and stops a worker `fn` started. */
+async function onSlowChain(fn: (startWorker: () => void) => Promise<void>) {
+  await chain.setAutomine(false);
+  const realWait = app.services.config.SVC_SETTLE_WAIT_MS;
+  (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = 1_000;
+  let worker: SettlementWorker | null = null;
+  try {
+    await fn(() => (worker = startSettlementWorker(app.services, { intervalMs: 200 })));
+  } finally {
+    await (worker as SettlementWorker | null)?.stop();
+    (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = realWait;
+    await chain.setAutomine(true);
+  }
+}
+
+/** The agent's poll, repeated while the session is settling (at most 30 s). */
+async function pollPastSettling(sessionId: string) {
+  const deadline = Date.now() + 30_000;
+  let view = await poll(app, base, sessionId);
+  while (view.body.state === 'settling' && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 200));
+    view = await poll(app, base, sessionId);
+  }
+  return view;
+}
+
 describe('live mode on a real chain (onchain facilitator)', () => {
   it('GIVEN a live merchant on base WHEN an agent buys with the SDK THEN balances move by exactly amountBaseUnits, the reference is the mined transaction and the order, receipt and events exist once', async () => {
     const buyer = await fundedBuyer();
@@ -158,11 +184,7 @@ describe('live mode on a real chain (onchain facilitator)', () => {
     const buyer = await fundedBuyer();
     const s = await openLive();
     const payment = await signPayment(buyer, s.pr);
-    await chain.setAutomine(false);
-    const realWait = app.services.config.SVC_SETTLE_WAIT_MS;
-    (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = 1_000;
-    let worker: SettlementWorker | null = null;
-    try {
+    await onSlowChain(async (startWorker) => {
       const res = await settle(app, base, s.id, payment);
       expect(res.status, res.text).toBe(202);
       expect(res.body).toMatchObject({ status: 'settlement_pending', reason_codes: ['SETTLEMENT_PENDING'], next: `GET ${base}/agent/checkout/${s.id}` });
@@ -175,13 +197,8 @@ describe('live mode on a real chain (onchain facilitator)', () => {
       expect(await ordersOf(app, s.id)).toHaveLength(0);
 
       await chain.mine();
-      worker = startSettlementWorker(app.services, { intervalMs: 200 });
-      const deadline = Date.now() + 30_000;
-      let view = await poll(app, base, s.id);
-      while (view.body.state === 'settling' && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 200));
-        view = await poll(app, base, s.id);
-      }
+      startWorker();
+      const view = await pollPastSettling(s.id);
       expect(view.body.state).toBe('accepted');
       const hash = view.body.settlement.reference as Hex;
       expect((await chain.client.getTransactionReceipt({ hash })).status).toBe('success');
@@ -191,11 +208,7 @@ describe('live mode on a real chain (onchain facilitator)', () => {
       const replay = await settle(app, base, s.id, payment);
       expect(replay.status).toBe(200);
       expect(replay.body.fulfillment.reference).toBe(hash);
-    } finally {
-      await worker?.stop();
-      (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = realWait;
-      await chain.setAutomine(true);
-    }
+    });
   });
 
   it('GIVEN a live settle in flight WHEN the payer cancels the authorization on chain ahead of our transfer THEN no order, no receipt, no event: the session is handed back with NONCE_ALREADY_USED and nothing moved', async () => {
@@ -203,11 +216,7 @@ describe('live mode on a real chain (onchain facilitator)', () => {
     const before = await chain.usdcBalance(payTo);
     const s = await openLive();
     const payment = await signPayment(buyer, s.pr);
-    await chain.setAutomine(false);
-    const realWait = app.services.config.SVC_SETTLE_WAIT_MS;
-    (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = 1_000;
-    let worker: SettlementWorker | null = null;
-    try {
+    await onSlowChain(async (startWorker) => {
       // our transfer is in the pool when the settle answers 202; the payer's cancel goes in ahead of it
       const res = await settle(app, base, s.id, payment);
       expect(res.status, res.text).toBe(202);
@@ -221,13 +230,8 @@ describe('live mode on a real chain (onchain facilitator)', () => {
       expect(ourReceipt.status).toBe('reverted');
       expect(ourReceipt.blockNumber).toBe(cancelReceipt.blockNumber);
 
-      worker = startSettlementWorker(app.services, { intervalMs: 200 });
-      const deadline = Date.now() + 30_000;
-      let view = await poll(app, base, s.id);
-      while (view.body.state === 'settling' && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 200));
-        view = await poll(app, base, s.id);
-      }
+      startWorker();
+      const view = await pollPastSettling(s.id);
       expect(view.body.state).toBe('awaiting_payment');
       expect(view.body.orderId).toBeNull();
       expect(view.body.paymentError).toEqual({ reasonCodes: ['NONCE_ALREADY_USED'], errorHuman: expect.stringContaining(`canceled this authorization on chain (cancelAuthorization, transaction ${cancel}`) });
@@ -240,11 +244,7 @@ describe('live mode on a real chain (onchain facilitator)', () => {
       expect(await sql(app, 'select subject_type, reason from reputation_events where session_id = ?', [s.id])).toEqual([{ subject_type: 'agent', reason: 'replay_attempt' }]);
       expect(await chain.usdcBalance(payTo)).toBe(before);
       expect(await chain.usdcBalance(buyer.address)).toBe(100_000_000n);
-    } finally {
-      await worker?.stop();
-      (app.services.config as { SVC_SETTLE_WAIT_MS: number }).SVC_SETTLE_WAIT_MS = realWait;
-      await chain.setAutomine(true);
-    }
+    });
   });
 
   it('GIVEN a live settle WHEN the transfer is mined THEN phase 1 writes the attempt and the session in one statement and phase 3 is one statement after the broadcast: 9 statements in all for the settle', async () => {

@@ -207,15 +207,7 @@ describe('OnchainFacilitator on anvil (automine)', () => {
 
     // someone else (not a recorded tx) used the authorization
     const other = await signedProof(payer, merchant, USDC);
-    const sig = parseSignature(other.signature);
-    const a = other.authorization;
-    const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: base, transport: http(anvil.rpcUrl) });
-    const hash = await dev.writeContract({
-      address: USDC_BASE,
-      abi: EIP3009_TOKEN_ABI,
-      functionName: 'transferWithAuthorization',
-      args: [a.from as Hex, a.to as Hex, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce as Hex, Number(sig.v), sig.r, sig.s],
-    });
+    const hash = await anvil.sendAuthorization(other);
     await anvil.client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
     expect(await f.reconcile({ proof: other, broadcasts: [], nowSec: nowSec() })).toEqual({ status: 'settled', reference: hash });
   });
@@ -232,20 +224,7 @@ describe('OnchainFacilitator on anvil (automine)', () => {
       const spoil = async (): Promise<Hex> => {
         if (spoiler === 'cancelAuthorization') return anvil.cancelAuthorization(payer, nonce);
         const own = privateKeyToAccount(generatePrivateKey()).address;
-        const other = await signedProof(payer, own, 1n, { nonce });
-        const sig = parseSignature(other.signature);
-        const a = other.authorization;
-        const block = await anvil.client.getBlock();
-        const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: base, transport: http(anvil.rpcUrl) });
-        return dev.writeContract({
-          address: USDC_BASE,
-          abi: EIP3009_TOKEN_ABI,
-          functionName: 'transferWithAuthorization',
-          args: [a.from as Hex, a.to as Hex, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), nonce, Number(sig.v), sig.r, sig.s],
-          gas: 200_000n,
-          maxPriorityFeePerGas: 100n * 10n ** 9n,
-          maxFeePerGas: 100n * 10n ** 9n + 4n * (block.baseFeePerGas ?? 0n),
-        });
+        return anvil.sendAuthorization(await signedProof(payer, own, 1n, { nonce }), { gas: 200_000n, tipGwei: 100n });
       };
       await anvil.setAutomine(false);
       let spoiled: Hex | undefined;

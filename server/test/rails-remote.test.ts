@@ -1,12 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createWalletClient, http, parseSignature, type Hex } from 'viem';
+import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { base } from 'viem/chains';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mapX402Reason, RemoteFacilitator, toX402 } from '../src/rails/remote.js';
-import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
-import { ANVIL_DEV_KEY, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
+import { startAnvil, type Anvil } from './helpers/anvil.js';
 import { startX402Facilitator, X402_FACILITATOR_TOKEN as TOKEN, type Knobs } from './helpers/x402-facilitator.js';
 import { nowSec, recorder, signedProof, silentLog } from './helpers/payments.js';
 
@@ -110,16 +108,7 @@ describe('RemoteFacilitator against a stock x402 facilitator on anvil', () => {
     const cancel = await anvil.cancelAuthorization(payer, proof.authorization.nonce as Hex);
     expect((await anvil.client.waitForTransactionReceipt({ hash: cancel, pollingInterval: 50 })).status).toBe('success');
     // the facilitator's transfer, sent after the cancel (no simulation: a fixed gas limit), reverts
-    const a = proof.authorization;
-    const sig = parseSignature(proof.signature);
-    const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: base, transport: http(anvil.rpcUrl) });
-    const reverted = await dev.writeContract({
-      address: USDC_BASE,
-      abi: EIP3009_TOKEN_ABI,
-      functionName: 'transferWithAuthorization',
-      args: [a.from as Hex, a.to as Hex, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce as Hex, Number(sig.v), sig.r, sig.s],
-      gas: 200_000n,
-    });
+    const reverted = await anvil.sendAuthorization(proof, { gas: 200_000n });
     expect((await anvil.client.waitForTransactionReceipt({ hash: reverted, pollingInterval: 50 })).status).toBe('reverted');
     const broadcasts = [{ txHash: reverted, rawTx: null, relayer: null, relayerNonce: null }];
     expect(await remote.reconcile({ proof, broadcasts, nowSec: nowSec() })).toEqual({

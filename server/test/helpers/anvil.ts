@@ -18,6 +18,7 @@ import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import { CHAINS } from '@svc/contract';
 import { EIP3009_TOKEN_ABI, EIP3009_TOKEN_RUNTIME, MULTICALL3_RUNTIME } from '../chain/eip3009-token.artifact.js';
+import type { PaymentProof } from '../../src/rails/types.js';
 import { freePort } from './spawn.js';
 
 export const USDC_BASE = CHAINS.base.usdc as Address;
@@ -51,6 +52,12 @@ export type Anvil = {
    * while mining is off.
    */
   cancelAuthorization: (payer: PrivateKeyAccount, nonce: Hex, opts?: { tipGwei?: bigint }) => Promise<Hex>;
+  /**
+   * transferWithAuthorization of `proof` sent by the dev account (anyone may carry a signed
+   * authorization): a priority fee of `tipGwei` when given, and with `gas` no simulation, so it
+   * is sent even when it will revert. Answers the hash once the node holds it.
+   */
+  sendAuthorization: (proof: PaymentProof, opts?: { gas?: bigint; tipGwei?: bigint }) => Promise<Hex>;
   stop: () => Promise<void>;
 };
 
@@ -135,6 +142,13 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
     await rpc('anvil_mine', [`0x${blocks.toString(16)}`]);
   };
 
+  /** EIP-1559 fees with this priority fee, and a cap well above the next base fee. */
+  const tipFees = async (tipGwei: bigint) => {
+    const tip = tipGwei * 10n ** 9n;
+    const block = await client.getBlock();
+    return { maxPriorityFeePerGas: tip, maxFeePerGas: tip + 4n * (block.baseFeePerGas ?? 0n) };
+  };
+
   const mintUsdc = async (to: Address, amount: bigint) => {
     const hash = await dev.writeContract({ address: USDC_BASE, abi: EIP3009_TOKEN_ABI, functionName: 'mint', args: [to, amount] });
     if (opts.noMining) await mine();
@@ -165,16 +179,25 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
         message: { authorizer: payer.address, nonce },
       });
       const { r, s, v } = parseSignature(signature);
-      const tip = (o.tipGwei ?? 100n) * 10n ** 9n;
-      const block = await client.getBlock();
       return dev.writeContract({
         address: USDC_BASE,
         abi: EIP3009_TOKEN_ABI,
         functionName: 'cancelAuthorization',
         args: [payer.address, nonce, Number(v), r, s],
         gas: 200_000n,
-        maxPriorityFeePerGas: tip,
-        maxFeePerGas: tip + 4n * (block.baseFeePerGas ?? 0n),
+        ...(await tipFees(o.tipGwei ?? 100n)),
+      });
+    },
+    sendAuthorization: async (proof, o = {}) => {
+      const a = proof.authorization;
+      const { r, s, v } = parseSignature(proof.signature);
+      return dev.writeContract({
+        address: USDC_BASE,
+        abi: EIP3009_TOKEN_ABI,
+        functionName: 'transferWithAuthorization',
+        args: [a.from as Hex, a.to as Hex, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce as Hex, Number(v), r, s],
+        ...(o.gas === undefined ? {} : { gas: o.gas }),
+        ...(o.tipGwei === undefined ? {} : await tipFees(o.tipGwei)),
       });
     },
     stop: async () => {
