@@ -193,25 +193,26 @@ export function receiptMovesFunds(receipt: TransactionReceipt, token: Address, p
 }
 
 /**
- * Why the authorization's nonce reads as used (`authorizationState`), from its logs within the
- * last `lookbackBlocks`: a transaction that used it (AuthorizationUsed: the transfer happened),
- * or the payer's cancelAuthorization (AuthorizationCanceled: FiatToken marks the nonce used and
- * nothing moves). Null when neither is in the window. A nonce is used or canceled once, never both.
+ * Why the authorization's nonce read as used at block `at` (`authorizationAt`), from its logs in
+ * the `lookbackBlocks` up to that block: a transaction that used it (AuthorizationUsed: the
+ * transfer happened), or the payer's cancelAuthorization (AuthorizationCanceled: FiatToken marks
+ * the nonce used and nothing moves). Null when neither is in the window. A nonce is used or
+ * canceled once, never both. The window ends at the judged block, not at a block number read
+ * again (viem caches `getBlockNumber` for up to 4 s, which missed a log in the newest block).
  */
 export async function authorizationUseOf(
   client: PublicClient,
   token: Address,
   proof: PaymentProof,
   lookbackBlocks: bigint,
+  at: ChainSnapshot,
 ): Promise<{ by: 'transfer' | 'cancel'; tx: Hex } | null> {
   return chainRead(async () => {
-    // Fresh, not viem's cached block number (up to 4 s old): the log just judged used may be in the newest block.
-    const latest = await client.getBlockNumber({ cacheTime: 0 });
     const window = {
       address: token,
       args: { authorizer: getAddress(proof.authorization.from), nonce: proof.authorization.nonce as Hex },
-      fromBlock: latest > lookbackBlocks ? latest - lookbackBlocks : 0n,
-      toBlock: 'latest' as const,
+      fromBlock: at.number > lookbackBlocks ? at.number - lookbackBlocks : 0n,
+      toBlock: at.number,
     };
     const [used, canceled] = await Promise.all([
       client.getLogs({ ...window, event: AUTHORIZATION_USED }),
@@ -241,12 +242,14 @@ export async function usedAuthorizationOutcome(
   proof: PaymentProof,
   recordedHashes: Hex[],
   lookbackBlocks: bigint,
+  /** The block at which `authorizationAt` answered used. */
+  at: ChainSnapshot,
 ): Promise<SettleOutcome> {
   for (const hash of recordedHashes) {
     const r = await receiptOf(client, hash);
     if (r && receiptMovesFunds(r, token, proof)) return { status: 'settled', reference: hash };
   }
-  const use = await authorizationUseOf(client, token, proof, lookbackBlocks);
+  const use = await authorizationUseOf(client, token, proof, lookbackBlocks, at);
   if (use?.by === 'transfer') {
     // Our authorization carried by someone else's transaction moves exactly these funds. The
     // payer can also spend the same nonce on another authorization of theirs (to another

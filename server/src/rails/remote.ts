@@ -7,7 +7,7 @@ import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { CHAINS } from '@svc/contract';
 import { checkProof, type RecoverSigner } from '../lib/eip3009.js';
-import { authorizationAt, authorizationUsed, chainRead, chainSnapshot, hashesOf, usedAuthorizationOutcome } from './evm-reads.js';
+import { authorizationAt, chainRead, chainSnapshot, hashesOf, usedAuthorizationOutcome } from './evm-reads.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 
 export type RemoteFacilitatorOptions = {
@@ -179,8 +179,8 @@ export class RemoteFacilitator implements Facilitator {
     if (res.success || res.errorReason === 'settlement_pending') return { status: 'pending', reference: tx };
     if (tx) {
       // a failure after a broadcast: the chain is the judge (another transaction may carry the authorization)
-      const used = await authorizationUsed(this.client, this.token, p);
-      if (used) return usedAuthorizationOutcome(this.client, this.token, p, [tx], this.opts.logLookbackBlocks);
+      const at = await chainSnapshot(this.client);
+      if ((await authorizationAt(this.client, this.token, p, at)) === 'used') return usedAuthorizationOutcome(this.client, this.token, p, [tx], this.opts.logLookbackBlocks, at);
     }
     return { status: 'failed', ...mapX402Reason(res.errorReason) };
   }
@@ -188,8 +188,9 @@ export class RemoteFacilitator implements Facilitator {
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
     const { proof, broadcasts } = input;
     // Used and expired judged at one block (a transfer mined between two reads is never released).
-    const state = await authorizationAt(this.client, this.token, proof, await chainSnapshot(this.client));
-    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
+    const at = await chainSnapshot(this.client);
+    const state = await authorizationAt(this.client, this.token, proof, at);
+    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks, at);
     if (state === 'expired') {
       return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain without being used.' };
     }

@@ -267,7 +267,7 @@ export class OnchainFacilitator implements Facilitator {
     const { proof, broadcasts } = input;
     const at = await chainSnapshot(this.client);
     const state = await authorizationAt(this.client, this.token, proof, at);
-    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks);
+    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks, at);
     if (state === 'expired') {
       return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain before any transaction carrying it was mined.' };
     }
@@ -479,8 +479,9 @@ export class OnchainFacilitator implements Facilitator {
    * it, pending while neither can be shown.
    */
   private async deadOutcome(f: Flight): Promise<SettleOutcome> {
-    const state = await authorizationAt(this.client, this.token, f.proof, await chainSnapshot(this.client));
-    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, f.proof, f.hashes, this.opts.logLookbackBlocks);
+    const at = await chainSnapshot(this.client);
+    const state = await authorizationAt(this.client, this.token, f.proof, at);
+    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, f.proof, f.hashes, this.opts.logLookbackBlocks, at);
     if (state === 'expired') {
       return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired before the transfer was mined.' };
     }
