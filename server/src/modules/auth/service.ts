@@ -37,9 +37,14 @@ function newUserCode(): string {
   return `${letters.slice(0, 4)}-${letters.slice(4)}`;
 }
 
+/** A sign-in link that can still sign in: unused and within its 15 minutes. */
+const linkUsable = (link: { usedAt?: Date | null; expiresAt: Date }, now: Date) => !link.usedAt && link.expiresAt > now;
+/** A device code still waiting for its approval. */
+const devicePending = (dc: { status: string; expiresAt: Date }, now: Date) => dc.status === 'pending' && dc.expiresAt > now;
+
 async function pendingDevice(em: Em, where: { deviceCodeHash: string } | { userCode: string }, now: Date) {
   const dc = await em.findOne(DeviceCode, { ...where, status: 'pending' });
-  if (!dc || dc.expiresAt <= now) throw new ApiError('DEVICE_CODE_EXPIRED');
+  if (!dc || !devicePending(dc, now)) throw new ApiError('DEVICE_CODE_EXPIRED');
   return dc;
 }
 
@@ -103,10 +108,9 @@ export async function openSignInLink(ctx: Ctx, token: string | undefined): Promi
   if (!token) return { status: 410, html: linkGonePage() };
   const now = ctx.services.now();
   const link = await ctx.em.findOne(SignInToken, { tokenHash: sha256(token) });
-  if (!link || link.usedAt || link.expiresAt <= now) return { status: 410, html: linkGonePage() };
+  if (!link || !linkUsable(link, now)) return { status: 410, html: linkGonePage() };
   const device = link.deviceCodeId ? await ctx.em.findOne(DeviceCode, { id: link.deviceCodeId }) : null;
-  const deviceUserCode = device && device.status === 'pending' && device.expiresAt > now ? device.userCode : null;
-  return { status: 200, html: confirmSignInPage({ email: link.email, token, deviceUserCode }) };
+  return { status: 200, html: confirmSignInPage({ email: link.email, token, deviceUserCode: device && devicePending(device, now) ? device.userCode : null }) };
 }
 
 /** Signed in: the session token and where the browser goes next (the dashboard, or its device page when the link approved a CLI). */
@@ -123,7 +127,7 @@ export async function verifySignIn(ctx: Ctx, token: string | undefined): Promise
   const ttl = ctx.services.config.SVC_USER_SESSION_TTL_SECONDS;
   return ctx.em.transactional(async (tx): Promise<VerifyOutcome> => {
     const link = await tx.findOne(SignInToken, { tokenHash: sha256(token) }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-    if (!link || link.usedAt || link.expiresAt <= now) return { status: 410, html: linkGonePage() };
+    if (!link || !linkUsable(link, now)) return { status: 410, html: linkGonePage() };
     link.usedAt = now;
 
     const user = await upsertUserByEmail(tx, newId('usr'), link.email, now);
@@ -136,7 +140,7 @@ export async function verifySignIn(ctx: Ctx, token: string | undefined): Promise
     let approvedCode: string | null = null;
     if (link.deviceCodeId) {
       const dc = await tx.findOne(DeviceCode, { id: link.deviceCodeId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      if (dc && dc.status === 'pending' && dc.expiresAt > now) {
+      if (dc && devicePending(dc, now)) {
         dc.status = 'approved';
         dc.userId = user.id;
         dc.projectId = (await homeProjectOf(tx, user.id)).id;
