@@ -10,14 +10,13 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { migrate, openOrm } from '../server/src/db/orm.js';
-import { pgliteTemplateKey, pgliteTemplatePath, writePgliteTemplate } from '../server/src/db/pglite-template.js';
+import { currentPgliteTemplatePath, writePgliteTemplate } from '../server/src/db/pglite-template.js';
 
 type NativePglite = { query(sql: string): Promise<unknown>; dumpDataDir(compression: 'gzip'): Promise<Blob> };
 
 /** Writes the template unless the current one exists; returns its path and whether it was made now (null: no template can be made here). */
 export async function ensurePgliteTemplate(opts: { force?: boolean } = {}): Promise<{ path: string; made: boolean } | null> {
-  const key = await pgliteTemplateKey();
-  const path = key ? pgliteTemplatePath(key) : null;
+  const path = await currentPgliteTemplatePath();
   if (!path) return null;
   if (!opts.force && existsSync(path)) return { path, made: false };
   const orm = await openOrm({ kind: 'pglite', dataDir: null, template: false });

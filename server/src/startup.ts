@@ -15,7 +15,7 @@ function exitOnKnown(err: unknown): never {
 /**
  * Shared by the server and the worker: a bad variable stops the process with one line naming
  * it. The process-wide settings the configuration names (the heap's growth) are applied here,
- * before anything is loaded, in every process that starts: the cluster's servers included.
+ * first thing in every process's main, the cluster's servers included.
  */
 export function loadConfigOrExit(): Config {
   let config: Config;

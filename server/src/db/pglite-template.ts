@@ -81,6 +81,12 @@ export function pgliteTemplatePath(key: string): string | null {
   return join(dirname(dirname(pkg.dir)), '.cache', 'svc-checkout', `pglite-${key}.tar.gz`);
 }
 
+/** Where the template for the committed migrations and the installed PGlite lives; null when none can be made here. */
+export async function currentPgliteTemplatePath(): Promise<string | null> {
+  const key = await pgliteTemplateKey();
+  return key ? pgliteTemplatePath(key) : null;
+}
+
 /**
  * The template as an uncompressed tar for PGlite's `loadDataDir`, or null when there is none for
  * the current key (none was made, or it is stale). Throws when the file is there but damaged:
@@ -88,11 +94,7 @@ export function pgliteTemplatePath(key: string): string | null {
  * PGlite, whose gunzip stream would raise the error outside any promise.
  */
 export async function readPgliteTemplate(file?: string): Promise<Blob | null> {
-  let path = file ?? null;
-  if (!path) {
-    const key = await pgliteTemplateKey();
-    path = key ? pgliteTemplatePath(key) : null;
-  }
+  const path = file ?? (await currentPgliteTemplatePath());
   if (!path) return null;
   let bytes: Buffer;
   try {
