@@ -75,6 +75,8 @@ const ConfigSchema = z.object({
   SVC_SESSION_TTL_SECONDS: z.coerce.number().int().min(30).max(86400).default(900),
   SVC_CHECKOUT_RATE_PER_MINUTE: z.coerce.number().int().min(1).max(100000).default(120),
   SVC_WEBHOOK_RETRY_SCALE: z.coerce.number().positive().max(1000).default(1),
+  /** Outside production only: test-mode outbound URLs (webhooks, issuer JWKS) may reach private, link-local and reserved addresses (lib/ssrf.ts). */
+  SVC_ALLOW_PRIVATE_URLS: bool.default('false'),
   SVC_RUN_WORKER: bool.default('true'),
   SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   /** Server processes `npm start` runs (node:cluster, PostgreSQL only); each has its own pool of SVC_DB_POOL_MAX connections. */
@@ -111,6 +113,9 @@ const ConfigSchema = z.object({
   SVC_USER_SESSION_TTL_SECONDS: z.coerce.number().int().min(60).max(90 * 86_400).default(7 * 86_400),
 }).superRefine((c, ctx) => {
   const need = (path: string, message: string) => ctx.addIssue({ code: z.ZodIssueCode.custom, path: [path], message });
+  if (c.NODE_ENV === 'production' && c.SVC_ALLOW_PRIVATE_URLS) {
+    need('SVC_ALLOW_PRIVATE_URLS', 'must not be true with NODE_ENV=production: production applies the live URL rules (https, public addresses only) in both modes; unset it');
+  }
   if (c.SVC_WEB_CONCURRENCY > 1 && !c.DATABASE_URL) {
     need('SVC_WEB_CONCURRENCY', `must be 1 on the embedded PGlite database (it is single-process); set DATABASE_URL to a PostgreSQL database to run ${c.SVC_WEB_CONCURRENCY} server processes`);
   }

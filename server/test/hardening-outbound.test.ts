@@ -2,11 +2,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ulid } from 'ulid';
-import { checkOutboundUrl, guardedLookupWith, isForbiddenAddress, type Resolver } from '../src/lib/ssrf.js';
+import { checkOutboundUrl, guardedLookupWith, isForbiddenAddress, outboundRules, type Resolver } from '../src/lib/ssrf.js';
 import { ISSUER_UNAVAILABLE_HUMAN, verifyMandate, type MandateContext } from '../src/modules/gate/mandate.js';
 import { agentId, newBuyer, publishedMerchant } from './helpers/agent.js';
 import { MandateIssuer, openSession, payX402 } from './helpers/agent-protocol.js';
 import { expectErrorShape, merchantBody, TestApp, type TestKey } from './helpers/harness.js';
+
+/** The rules a live merchant gets, and a test merchant's outside production (the app here runs NODE_ENV=test). */
+const LIVE_RULES = outboundRules({ NODE_ENV: 'test', SVC_ALLOW_PRIVATE_URLS: false }, true);
+const TEST_RULES = outboundRules({ NODE_ENV: 'test', SVC_ALLOW_PRIVATE_URLS: false }, false);
 
 const LIVE_PAY_TO = '0x2222222222222222222222222222222222222222';
 const liveReceiving = { x402: { chain: 'base', address: LIVE_PAY_TO } };
@@ -96,7 +100,7 @@ describe('outbound address rules (webhooks and issuer JWKS)', () => {
   it('GIVEN a live name that resolves to an embedded-loopback IPv6 WHEN connecting THEN the guarded lookup refuses it', async () => {
     for (const a of ['2002:7f00:1::1', '::7f00:1', '::ffff:127.0.0.1']) {
       const err = await new Promise<unknown>((resolve) => guardedLookupWith(resolveTo(a, 6))('hooks.example.com', { all: true }, (e) => resolve(e)));
-      expect(String((err as Error)?.message), a).toMatch(/resolves to/);
+      expect(String((err as Error)?.message), a).toBe('refused: the host is not a public address');
     }
   });
 });
@@ -137,16 +141,17 @@ describe('trusted_svc_jwks_url', () => {
 
   it('GIVEN a live issuer name whose DNS answer is private, or a live row holding a loopback URL WHEN a mandate is verified THEN MANDATE_ISSUER_UNAVAILABLE and nothing is fetched', async () => {
     const token = await issuer.sign({ iss: 'x', sub: `mnd_${ulid()}`, exp: Math.floor(Date.now() / 1000) + 60, decision: 'approve', agent_id: 'a', authorization: {} });
-    const ctx: MandateContext = { jwksUrl: null, merchantId: 'mrch_x', merchantDomain: 'x.example', total: '1.00', currency: 'USD', agentId: 'a', now: new Date() };
+    const ctx: MandateContext = { jwksUrl: null, merchantId: 'mrch_x', merchantDomain: 'x.example', total: '1.00', currency: 'USD', agentId: 'a', now: new Date(), rules: LIVE_RULES, timeoutMs: 300 };
     const port = (target.address() as AddressInfo).port;
     const before = targetHits;
     const cases: Array<Partial<MandateContext>> = [
-      // A DNS answer pointing to loopback (the target listens there), with the mode given and inferred.
-      { jwksUrl: `https://issuer-${ulid().toLowerCase()}.example.com:${port}/jwks`, livemode: true, resolve: resolveTo('127.0.0.1') },
+      // A DNS answer pointing to loopback (the target listens there).
       { jwksUrl: `https://issuer-${ulid().toLowerCase()}.example.com:${port}/jwks`, resolve: resolveTo('127.0.0.1') },
-      { jwksUrl: `https://issuer-${ulid().toLowerCase()}.example.com:${port}/jwks`, livemode: true, resolve: resolveTo('2002:7f00:1::1', 6) },
+      { jwksUrl: `https://issuer-${ulid().toLowerCase()}.example.com:${port}/jwks`, resolve: resolveTo('2002:7f00:1::1', 6) },
+      // A test merchant's name pointing to a private address.
+      { jwksUrl: `https://issuer-${ulid().toLowerCase()}.example.com:${port}/jwks`, rules: TEST_RULES, resolve: resolveTo('10.0.0.7') },
       // A row written before the rule: a live merchant holding a loopback or metadata URL.
-      { jwksUrl: `${targetUrl}/jwks`, livemode: true },
+      { jwksUrl: `${targetUrl}/jwks` },
       { jwksUrl: `https://127.0.0.1:${port}/jwks` },
     ];
     for (const c of cases) {
@@ -155,7 +160,7 @@ describe('trusted_svc_jwks_url', () => {
     }
     expect(targetHits).toBe(before);
     // The same loopback URL on a test merchant is fetched (test mode keeps local issuers).
-    const r = await verifyMandate({ type: 'svc', token }, { ...ctx, jwksUrl: `${targetUrl}/jwks-${ulid()}`, livemode: false });
+    const r = await verifyMandate({ type: 'svc', token }, { ...ctx, jwksUrl: `${targetUrl}/jwks-${ulid()}`, rules: TEST_RULES });
     expect(r.code).toBe('MANDATE_ISSUER_UNAVAILABLE');
     expect(targetHits).toBe(before + 1);
   });
@@ -206,7 +211,7 @@ describe('trusted_svc_jwks_url', () => {
 });
 
 it('checkOutboundUrl keeps test-mode http to loopback and refuses it live', () => {
-  expect(checkOutboundUrl('http://127.0.0.1:9/x', false).ok).toBe(true);
-  expect(checkOutboundUrl('http://localhost:9/x', false).ok).toBe(true);
-  expect(checkOutboundUrl('http://127.0.0.1:9/x', true).ok).toBe(false);
+  expect(checkOutboundUrl('http://127.0.0.1:9/x', TEST_RULES).ok).toBe(true);
+  expect(checkOutboundUrl('http://localhost:9/x', TEST_RULES).ok).toBe(true);
+  expect(checkOutboundUrl('http://127.0.0.1:9/x', LIVE_RULES).ok).toBe(false);
 });

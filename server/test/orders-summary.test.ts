@@ -194,7 +194,8 @@ describe('GET /v1/orders/summary', () => {
   it('GIVEN endpoints whose latest attempt failed, whose delivery failed for good, that succeed, or are deleted WHEN read THEN failing_endpoints counts the first two kinds only; test events add no order', async () => {
     let recovering = false;
     receiver.respond = (hit) => (hit.path === '/ok' || (hit.path === '/recovered' && recovering) ? 200 : 500);
-    const fast = startWebhookWorker(app.services, { pollIntervalMs: 20 });
+    // A failed attempt at a loopback receiver takes the whole attempt budget (lib/ssrf.ts): 1.5 s here, not 10.
+    const fast = startWebhookWorker(app.services, { pollIntervalMs: 20, timeoutMs: 1_500 });
     workers.push(fast);
     const ok = await createEndpoint(app, key, receiver.url('/ok'));
     const bad = await createEndpoint(app, key, receiver.url('/bad'));
@@ -215,16 +216,19 @@ describe('GET /v1/orders/summary', () => {
       }, `delivery of ${eventId}`);
 
     // Seven failed attempts (the retry scale makes the schedule last under a second): failed for good.
-    for (const [id, as] of [[ok.id, key], [bad.id, key], [recovered.id, key], [gone.id, key], [strangers.id, strangerKey]] as const) {
-      await deliveryOf(await sendTest(id, as), as);
-    }
+    // The endpoints in parallel (the worker serves endpoints side by side), so the budgets overlap.
+    await Promise.all(
+      ([[ok.id, key], [bad.id, key], [recovered.id, key], [gone.id, key], [strangers.id, strangerKey]] as const).map(async ([id, as]) =>
+        deliveryOf(await sendTest(id, as), as),
+      ),
+    );
     recovering = true;
     expect(await deliveryOf(await sendTest(recovered.id))).toMatchObject({ status: 'succeeded' });
     expect((await app.request('DELETE', `/v1/webhooks/endpoints/${gone.id}`, { key })).status).toBe(204);
     await fast.stop();
 
     // A first attempt that failed, its retry 30 s away (the documented schedule): failing, not failed.
-    const slow = startWebhookWorker({ ...app.services, config: { ...app.services.config, SVC_WEBHOOK_RETRY_SCALE: 1 } }, { pollIntervalMs: 20 });
+    const slow = startWebhookWorker({ ...app.services, config: { ...app.services.config, SVC_WEBHOOK_RETRY_SCALE: 1 } }, { pollIntervalMs: 20, timeoutMs: 1_500 });
     workers.push(slow);
     const flaky = await createEndpoint(app, key, receiver.url('/flaky'));
     const flakyEvent = await sendTest(flaky.id);

@@ -3,6 +3,7 @@ import { verifyWebhook } from '@svc/sdk';
 import { openOrm } from '../src/db/orm.js';
 import type { Services } from '../src/services.js';
 import { startWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from '../src/modules/webhooks/worker.js';
+import { NON_PUBLIC_FAILURE } from '../src/modules/webhooks/deliver.js';
 import { onPostgres, sql } from './helpers/foundation.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
 import { createEndpoint, orderObject, Receiver, recordEvents, waitUntil } from './helpers/webhooks.js';
@@ -30,8 +31,13 @@ afterAll(async () => {
   await app?.stop();
 });
 
+/**
+ * A failed attempt at a loopback receiver takes the whole attempt budget (no port state in the
+ * record or its timing, lib/ssrf.ts), so these workers get 3 s instead of 10 s: failures left
+ * over from earlier tests then hold a graceful stop for at most that long.
+ */
 function worker(opts: WebhookWorkerOptions = {}, services: Services = app.services): WebhookWorker {
-  const w = startWebhookWorker(services, { pollIntervalMs: 20, ...opts });
+  const w = startWebhookWorker(services, { pollIntervalMs: 20, timeoutMs: 3_000, ...opts });
   workers.push(w);
   return w;
 }
@@ -108,12 +114,13 @@ describe('webhook delivery', () => {
     const d = await settledDelivery(key, ev!.id, ep.id);
     expect(d.status).toBe('succeeded');
     expect(d.attempt_count).toBe(3);
+    // A loopback receiver's failures carry no status (docs/webhooks.md "What an attempt records").
     expect(d.attempts.map((a: any) => [a.attempt_number, a.status, a.response_status, a.id])).toEqual([
-      [1, 'failed', 500, hits[0]!.headers['svc-delivery-id']],
-      [2, 'failed', 500, hits[1]!.headers['svc-delivery-id']],
+      [1, 'failed', null, hits[0]!.headers['svc-delivery-id']],
+      [2, 'failed', null, hits[1]!.headers['svc-delivery-id']],
       [3, 'succeeded', 200, hits[2]!.headers['svc-delivery-id']],
     ]);
-    expect(d.attempts[0].error).toContain('500');
+    expect(d.attempts[0].error).toBe(NON_PUBLIC_FAILURE);
   });
 
   it('fails permanently after the seventh failed attempt', async () => {
@@ -122,11 +129,11 @@ describe('webhook delivery', () => {
     const ep = await createEndpoint(app, key, receiver.url(path));
     receiver.respond = (h) => (h.path === path ? 503 : 200);
     const [ev] = await recordEvents(app, key, ['order.settled']);
-    worker();
+    worker({ timeoutMs: 1_500 });
     const d = await settledDelivery(key, ev!.id, ep.id);
     expect(d).toMatchObject({ status: 'failed', attempt_count: 7, next_attempt_at: null });
     expect(d.attempts.map((a: any) => a.attempt_number)).toEqual([1, 2, 3, 4, 5, 6, 7]);
-    expect(d.attempts.every((a: any) => a.status === 'failed' && a.response_status === 503)).toBe(true);
+    expect(d.attempts.every((a: any) => a.status === 'failed' && a.response_status === null && a.error === NON_PUBLIC_FAILURE)).toBe(true);
     expect(receiver.on(path)).toHaveLength(7);
     expect(new Set(receiver.on(path).map((h) => h.raw.toString('hex'))).size).toBe(1);
     const [row] = await sql(app, 'select count(*)::int as n from webhook_deliveries where endpoint_id = ? and status = ?', [ep.id, 'pending']);
@@ -150,10 +157,12 @@ describe('webhook delivery', () => {
     await closed.close();
     const ep = await createEndpoint(app, key, url);
     const [ev] = await recordEvents(app, key, ['order.settled']);
-    worker();
+    worker({ timeoutMs: 1_000 });
     const d = await settledDelivery(key, ev!.id, ep.id, (x) => x.attempts.length >= 1 && x.attempts[0].status === 'failed');
-    expect(d.attempts[0]).toMatchObject({ status: 'failed', response_status: null });
-    expect(d.attempts[0].error).toMatch(/ECONNREFUSED/);
+    // At a loopback address the record does not say the port is closed (no ECONNREFUSED).
+    expect(d.attempts[0]).toMatchObject({ status: 'failed', response_status: null, duration_ms: 1_000, error: NON_PUBLIC_FAILURE });
+    // Its retries would hold later tests' workers for a budget each.
+    await app.request('PATCH', `/v1/webhooks/endpoints/${ep.id}`, { key, body: { disabled: true } });
   });
 
   it('sends nothing to a disabled endpoint while the event is still recorded and listed', async () => {
@@ -264,6 +273,7 @@ describe('webhook delivery', () => {
     expect(Date.parse(d.next_attempt_at) - Date.parse(d.created_at)).toBe(30_000);
     const [row] = await sql(app, 'select extract(epoch from (next_attempt_at - enqueued_at)) * 1000 as ms from webhook_deliveries where event_id = ?', [ev!.id]);
     expect(Number(row!.ms)).toBe(30_000);
+    await app.request('PATCH', `/v1/webhooks/endpoints/${ep.id}`, { key, body: { disabled: true } });
   });
 
   it('disables an endpoint whose failures started more than five days ago, and a success clears the clock', async () => {
@@ -293,7 +303,7 @@ describe('webhook delivery', () => {
     receiver.respond = (h) => (h.path === path ? 500 : 200);
     await sql(app, "update webhook_endpoints set failing_since = now() - interval '4 days' where id = ?", [ep.id]);
     const [ev] = await recordEvents(app, key, ['order.settled']);
-    worker();
+    worker({ timeoutMs: 1_000 });
     await settledDelivery(key, ev!.id, ep.id);
     expect((await app.request('GET', `/v1/webhooks/endpoints/${ep.id}`, { key })).body.status).toBe('pending');
   });
@@ -324,9 +334,9 @@ describe('webhook delivery', () => {
     const [ev] = await recordEvents(app, live, ['order.settled']);
     worker();
     const byName = await settledDelivery(live, ev!.id, ep.id, (d) => d.attempts.length >= 1 && d.attempts[0].status === 'failed');
-    expect(byName.attempts[0].error).toMatch(/resolves to .*private, loopback or link-local/);
+    expect(byName.attempts[0].error).toBe('refused: the host is not a public address');
     const byIp = await settledDelivery(live, ev!.id, ip.id, (d) => d.attempts.length >= 1 && d.attempts[0].status === 'failed');
-    expect(byIp.attempts[0].error).toMatch(/refused: 127\.0\.0\.1/);
+    expect(byIp.attempts[0].error).toBe('refused: the host is not a public address');
     expect(receiver.on('/live')).toHaveLength(0);
     expect(receiver.on('/live-ip')).toHaveLength(0);
   });
@@ -405,7 +415,7 @@ describe('workers on one database', () => {
     await w.stop();
     // The first attempt timed out and was recorded; the second was never sent and is claimable at once.
     const first = await eventDetail(key, events[0]!.id);
-    expect(first.deliveries[0].attempts).toEqual([expect.objectContaining({ status: 'failed', error: 'timed out after 500 ms' })]);
+    expect(first.deliveries[0].attempts).toEqual([expect.objectContaining({ status: 'failed', error: NON_PUBLIC_FAILURE, duration_ms: 500 })]);
     const second = await eventDetail(key, events[1]!.id);
     expect(second.deliveries[0]).toMatchObject({ status: 'pending', attempt_count: 0, attempts: [] });
     const [row] = await sql(app, 'select lock_owner from webhook_deliveries where event_id = ? and endpoint_id = ?', [events[1]!.id, ep.id]);

@@ -1,109 +1,96 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import type { Config } from '../config.js';
 
 /**
- * The one outbound-URL guard (webhook endpoints, trusted issuer JWKS): which URLs a merchant
- * may register, and which addresses the service may connect to on a live merchant's behalf.
- * Checked when the URL is written and again at connect time on every resolved address.
+ * The one outbound-URL guard: every URL a user can point the server at (webhook endpoints,
+ * trusted issuer JWKS, a merchant domain's verification fetch) is checked here when written
+ * (`checkOutboundUrl`) and again at connect time on every address the socket may reach
+ * (`guardedLookupWith`, `resolveTarget`, `guardedGet`). Which rules apply is `outboundRules`.
+ * docs/decisions.md "Outbound URLs and port state".
  */
-
-/** IPv4 ranges a live outbound request may never reach: private, loopback, link-local, CGNAT, multicast, reserved, documentation. */
-const FORBIDDEN_V4 = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.88.99.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  FORBIDDEN_V4.addSubnet(net, bits, 'ipv4');
-}
 
 /**
- * IPv6 ranges refused whole: unspecified, loopback and the deprecated IPv4-compatible block
- * (::/96), NAT64 (64:ff9b::/96, 64:ff9b:1::/48: the gateway reaches IPv4 for us), discard,
- * documentation, ULA, link-local, site-local, multicast.
+ * Which addresses a request may reach:
+ * - `public`: public unicast addresses only, `https` only (live merchants everywhere; every
+ *   mode when NODE_ENV=production);
+ * - `loopback`: public addresses, plus loopback (127.0.0.0/8, ::1, `localhost`), where `http`
+ *   is allowed too (test mode outside production, the default, for the README's local receivers);
+ * - `any`: anything, `http` or `https` (test mode outside production with SVC_ALLOW_PRIVATE_URLS=true).
  */
-const FORBIDDEN_V6 = new BlockList();
-for (const [net, bits] of [
-  ['::', 96],
-  ['64:ff9b::', 96],
-  ['64:ff9b:1::', 48],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) {
-  FORBIDDEN_V6.addSubnet(net, bits, 'ipv6');
-}
+export type OutboundRules = { reach: 'public' | 'loopback' | 'any' };
 
-/** The 16 bytes of an IPv6 address (zone id dropped, embedded dotted quad allowed); null if unparsable. */
-function ipv6Bytes(address: string): number[] | null {
-  let a = address.split('%')[0]!;
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (v4) {
-    const parts = v4[1]!.split('.').map(Number);
-    if (parts.some((p) => p > 255)) return null;
-    a = a.slice(0, -v4[1]!.length) + `${((parts[0]! << 8) | parts[1]!).toString(16)}:${((parts[2]! << 8) | parts[3]!).toString(16)}`;
-  }
-  const halves = a.split('::');
-  if (halves.length > 2) return null;
-  const head = halves[0] ? halves[0].split(':') : [];
-  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
-  const missing = 8 - head.length - tail.length;
-  if (halves.length === 1 ? missing !== 0 : missing < 1) return null;
-  const groups = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill('0'), ...tail];
-  const bytes: number[] = [];
-  for (const g of groups) {
-    if (!/^[0-9a-f]{1,4}$/i.test(g)) return null;
-    const n = parseInt(g, 16);
-    bytes.push(n >> 8, n & 0xff);
-  }
-  return bytes;
-}
-
-const dotted = (b: number[]) => b.join('.');
+const PUBLIC_RULES: OutboundRules = Object.freeze({ reach: 'public' });
+const LOOPBACK_RULES: OutboundRules = Object.freeze({ reach: 'loopback' });
+const ANY_RULES: OutboundRules = Object.freeze({ reach: 'any' });
 
 /**
- * IPv4 addresses an IPv6 address carries and that a packet to it would end up reaching:
- * IPv4-mapped (::ffff:a.b.c.d), 6to4 (2002:AABB:CCDD::/16) and Teredo (2001::/32: server
- * and obfuscated client address).
+ * The rules for a request made for a merchant (or project) in `livemode`. In production both
+ * modes get the live rules and no setting loosens them (the configuration also refuses
+ * SVC_ALLOW_PRIVATE_URLS=true there); outside production a test-mode request may reach
+ * loopback, or anything when SVC_ALLOW_PRIVATE_URLS=true.
  */
-function embeddedV4(b: number[]): string[] {
-  const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
-  if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return [dotted(b.slice(12, 16))];
-  if (b[0] === 0x20 && b[1] === 0x02) return [dotted(b.slice(2, 6))];
-  if (b[0] === 0x20 && b[1] === 0x01 && b[2] === 0 && b[3] === 0) return [dotted(b.slice(4, 8)), dotted(b.slice(12, 16).map((x) => x ^ 0xff))];
-  return [];
+export function outboundRules(config: Pick<Config, 'NODE_ENV' | 'SVC_ALLOW_PRIVATE_URLS'>, livemode: boolean): OutboundRules {
+  if (livemode || config.NODE_ENV === 'production') return PUBLIC_RULES;
+  return config.SVC_ALLOW_PRIVATE_URLS ? ANY_RULES : LOOPBACK_RULES;
 }
 
-/** True for an address a live outbound request must not reach (anything unparsable counts as forbidden). */
-export function isForbiddenAddress(address: string): boolean {
-  const v = isIP(address);
-  if (v === 4) return FORBIDDEN_V4.check(address, 'ipv4');
-  if (v !== 6) return true;
-  const bytes = ipv6Bytes(address);
-  if (!bytes) return true;
+export type AddressClass = 'public' | 'loopback' | 'forbidden';
+
+/** IANA's global unicast block: no other IPv6 address is publicly routable. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
+function classifyV4(a: ipaddr.IPv4): AddressClass {
+  const range = a.range();
+  if (range === 'unicast') return 'public';
+  return range === 'loopback' ? 'loopback' : 'forbidden';
+}
+
+const v4 = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+
+/**
+ * The class of one IP address (as DNS returns it or as the WHATWG URL parser normalized it;
+ * a zone id is allowed, anything unparsable is forbidden). Ranges come from ipaddr.js
+ * (`range()`): only `unicast` is public, only `loopback` (127.0.0.0/8, ::1) is loopback; an
+ * IPv6 address must also be global unicast (2000::/3, which leaves out the IPv4-compatible
+ * ::/96 and NAT64 64:ff9b::/96). IPv6 that reaches an IPv4 address is judged by it and is at
+ * most public: IPv4-mapped (::ffff:a.b.c.d), 6to4 (2002::/16) and Teredo (2001::/32, server
+ * and obfuscated client), so `::ffff:127.0.0.1` is forbidden, never loopback.
+ */
+export function classifyAddress(address: string): AddressClass {
+  if (isIP(address) === 0) return 'forbidden';
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
   try {
-    if (FORBIDDEN_V6.check(address.split('%')[0]!, 'ipv6')) return true;
+    parsed = ipaddr.parse(address);
   } catch {
-    return true;
+    return 'forbidden';
   }
-  return embeddedV4(bytes).some((v4) => FORBIDDEN_V4.check(v4, 'ipv4'));
+  if (parsed.kind() === 'ipv4') return classifyV4(parsed as ipaddr.IPv4);
+  const a = parsed as ipaddr.IPv6;
+  const range = a.range();
+  if (range === 'loopback') return 'loopback';
+  const p = a.parts;
+  let carried: ipaddr.IPv4[] | null = null;
+  if (range === 'ipv4Mapped') carried = [a.toIPv4Address()];
+  else if (range === '6to4') carried = [v4(p[1]!, p[2]!)];
+  else if (range === 'teredo') carried = [v4(p[2]!, p[3]!), v4(~p[6]! & 0xffff, ~p[7]! & 0xffff)];
+  if (carried) return carried.every((c) => classifyV4(c) === 'public') ? 'public' : 'forbidden';
+  return range === 'unicast' && a.match(GLOBAL_UNICAST_V6) ? 'public' : 'forbidden';
+}
+
+/** True for an address a live (public-rules) request must not reach. */
+export function isForbiddenAddress(address: string): boolean {
+  return classifyAddress(address) !== 'public';
+}
+
+/** Whether the rules let a request connect to this address. */
+export function addressAllowed(address: string, rules: OutboundRules): boolean {
+  if (rules.reach === 'any') return true;
+  const c = classifyAddress(address);
+  return c === 'public' || (c === 'loopback' && rules.reach === 'loopback');
 }
 
 /** URL.hostname keeps IPv6 literals in brackets, and a fully qualified name may end in a dot. */
@@ -112,29 +99,35 @@ export function bareHost(hostname: string): string {
   return hostname.replace(/\.+$/, '').toLowerCase();
 }
 
-function isLoopbackHost(host: string): boolean {
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  const v = isIP(host);
-  if (v === 4) return host.startsWith('127.');
-  if (v === 6) {
-    const b = ipv6Bytes(host);
-    if (!b) return false;
-    if (b.slice(0, 15).every((x) => x === 0) && b[15] === 1) return true;
-    return embeddedV4(b).some((a) => a.startsWith('127.'));
-  }
-  return false;
+/**
+ * A URL host (bare) as the write-time rules see it: an IP literal by its class; `localhost`
+ * and `*.localhost` are loopback; `.local`, `.internal` and single-label names are forbidden
+ * (they never name a public host); any other name counts as public until it is resolved at
+ * connect time.
+ */
+function classifyHost(host: string): AddressClass {
+  if (isIP(host)) return classifyAddress(host);
+  if (host === 'localhost' || host.endsWith('.localhost')) return 'loopback';
+  if (host.endsWith('.local') || host.endsWith('.internal') || !host.includes('.')) return 'forbidden';
+  return 'public';
 }
 
 export type OutboundUrlCheck = { ok: true; href: string } | { ok: false; why: string };
 
+const PRIVATE_WHY =
+  'must not target a private, link-local, metadata, unspecified, multicast or reserved address or a local name';
+
 /**
- * Registration rules for a URL the service will call. Live: https only, and the host may not
- * be a private, loopback or link-local address (also when embedded in IPv6), a localhost,
- * .local or .internal name (trailing dots ignored) or a single-label name; names are checked
- * again on their resolved addresses at connect time. Test: https anywhere, or http to a
- * loopback host. Returns the normalized URL or why it is refused.
+ * Write-time rules for a URL the service will call (the WHATWG URL parser has already turned
+ * every numeric, octal, hex, short and IPv4-mapped form into its canonical host):
+ * - always: http(s), no credentials, no fragment;
+ * - `public`: https, and the host is a public address or a public-looking name;
+ * - `loopback`: https to such a host, or http(s) to a loopback host;
+ * - `any`: any host.
+ * Names are checked again on their resolved addresses at connect time. Returns the
+ * normalized URL or why it is refused.
  */
-export function checkOutboundUrl(raw: string, livemode: boolean): OutboundUrlCheck {
+export function checkOutboundUrl(raw: string, rules: OutboundRules): OutboundUrlCheck {
   let url: URL;
   try {
     url = new URL(raw);
@@ -144,21 +137,30 @@ export function checkOutboundUrl(raw: string, livemode: boolean): OutboundUrlChe
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return { ok: false, why: 'must use https' };
   if (url.username || url.password) return { ok: false, why: 'must not contain credentials' };
   if (url.hash) return { ok: false, why: 'must not contain a fragment' };
-  const host = bareHost(url.hostname);
-  if (livemode) {
-    if (url.protocol !== 'https:') return { ok: false, why: 'live URLs must use https' };
-    if (isLoopbackHost(host) || host.endsWith('.local') || host.endsWith('.internal')) {
-      return { ok: false, why: 'live URLs must not target a local host name' };
-    }
-    if (isIP(host)) {
-      if (isForbiddenAddress(host)) return { ok: false, why: 'live URLs must not target a private, loopback or link-local address' };
-    } else if (!host.includes('.')) {
-      return { ok: false, why: 'live URLs need a fully qualified public host name' };
-    }
-  } else if (url.protocol === 'http:' && !isLoopbackHost(host)) {
+  if (rules.reach === 'any') return { ok: true, href: url.href };
+  const host = classifyHost(bareHost(url.hostname));
+  if (rules.reach === 'public') {
+    if (url.protocol !== 'https:') return { ok: false, why: 'must use https (live rules)' };
+    if (host !== 'public') return { ok: false, why: `${PRIVATE_WHY}, loopback included (live rules)` };
+    return { ok: true, href: url.href };
+  }
+  if (host === 'forbidden') {
+    return { ok: false, why: `${PRIVATE_WHY} (outside production test mode also allows loopback: 127.0.0.0/8, [::1], localhost)` };
+  }
+  if (url.protocol === 'http:' && host !== 'loopback') {
     return { ok: false, why: 'http is only allowed to a loopback address (localhost, 127.0.0.1, [::1]) in test mode; use https' };
   }
   return { ok: true, href: url.href };
+}
+
+/**
+ * Why a connection was refused, with no address or DNS detail (it could map an internal
+ * network): a name that does not resolve gets the same text as one that resolves to a
+ * disallowed address, so the answer does not tell which internal names exist.
+ */
+export function refusalText(rules: OutboundRules): string {
+  if (rules.reach === 'any') return 'refused: the host name does not resolve';
+  return rules.reach === 'loopback' ? 'refused: the host is not a public or loopback address' : 'refused: the host is not a public address';
 }
 
 export class ForbiddenAddressError extends Error {
@@ -168,21 +170,19 @@ export class ForbiddenAddressError extends Error {
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 export type Resolver = (hostname: string, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
 
-const systemResolver: Resolver = (hostname, callback) => dnsLookup(hostname, { all: true, verbatim: true }, callback);
+export const systemResolver: Resolver = (hostname, callback) => dnsLookup(hostname, { all: true, verbatim: true }, callback);
 
 /**
- * A `lookup` for http.request on restricted requests: resolves every address, refuses the
- * connection if any is forbidden, and hands the checked addresses to the socket so a second
- * resolution cannot swap them (DNS rebinding). `resolve` is the system resolver unless a test
- * injects one.
+ * A `lookup` for http.request: resolves every address, refuses the connection if any is not
+ * allowed by the rules (DNS failures are refusals too, with the same text), and hands the
+ * checked addresses to the socket so a second resolution cannot swap them (DNS rebinding).
  */
-export function guardedLookupWith(resolve: Resolver) {
+export function guardedLookupWith(resolve: Resolver, rules: OutboundRules = PUBLIC_RULES) {
   return (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
     resolve(hostname, (err, addresses) => {
-      if (err) return callback(err, []);
-      const bad = addresses.find((a) => isForbiddenAddress(a.address));
-      if (bad) return callback(new ForbiddenAddressError(`${hostname} resolves to ${bad.address}, a private, loopback or link-local address`), []);
-      if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
+      if (err || addresses.length === 0 || addresses.some((a) => !addressAllowed(a.address, rules))) {
+        return callback(new ForbiddenAddressError(refusalText(rules)), []);
+      }
       if (options.all) return callback(null, addresses);
       const first = addresses[0]!;
       callback(null, first.address, first.family);
@@ -190,17 +190,75 @@ export function guardedLookupWith(resolve: Resolver) {
   };
 }
 
+/** The public-rules lookup on the system resolver. */
 export const guardedLookup = guardedLookupWith(systemResolver);
 
-/** Refusal text when a restricted request names a forbidden IP literal (no lookup happens for literals). */
-export function refusedLiteral(url: URL): string | null {
+export type Target =
+  | { ok: true; host: string; addresses: LookupAddress[] | null; nonPublic: boolean }
+  | { ok: false; why: string };
+
+/**
+ * Where a request to `url` would connect, checked before anything connects: an IP literal as
+ * is, a name through the resolver (every address must be allowed). `addresses` (null for a
+ * literal) is what the socket's lookup must hand out (`pinnedLookup`); `nonPublic` says
+ * whether any of them is a loopback or private address (its failures must not tell port state).
+ */
+export async function resolveTarget(url: URL, rules: OutboundRules, resolve: Resolver = systemResolver): Promise<Target> {
   const host = bareHost(url.hostname);
-  return isIP(host) && isForbiddenAddress(host) ? `refused: ${host} is a private, loopback or link-local address` : null;
+  if (isIP(host)) {
+    if (!addressAllowed(host, rules)) return { ok: false, why: refusalText(rules) };
+    return { ok: true, host, addresses: null, nonPublic: classifyAddress(host) !== 'public' };
+  }
+  const addresses = await new Promise<LookupAddress[] | null>((done) => resolve(host, (err, list) => done(err ? null : list)));
+  if (!addresses || addresses.length === 0 || addresses.some((a) => !addressAllowed(a.address, rules))) {
+    return { ok: false, why: refusalText(rules) };
+  }
+  return { ok: true, host, addresses, nonPublic: addresses.some((a) => classifyAddress(a.address) !== 'public') };
+}
+
+/** A socket lookup that hands out exactly the addresses `resolveTarget` checked. */
+export function pinnedLookup(addresses: LookupAddress[]) {
+  return (_hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
+    if (options.all) return callback(null, addresses);
+    callback(null, addresses[0]!.address, addresses[0]!.family);
+  };
+}
+
+/**
+ * Checks the peer of a (possibly reused keep-alive) socket against the rules: a pooled socket
+ * opened under other rules or an earlier DNS answer must not carry this request.
+ * Returns whether the peer is non-public, or null when it may not be used.
+ */
+export function checkPeer(socket: Socket, rules: OutboundRules): boolean | null {
+  const peer = socket.remoteAddress;
+  if (!peer) return false;
+  if (!addressAllowed(peer, rules)) return null;
+  return classifyAddress(peer) !== 'public';
+}
+
+/**
+ * Resolves once `budgetMs` has passed since `startedAt` (a `performance.now()` reading), or at
+ * once when `signal` aborts. Failed outbound requests answer through this, so a closed port,
+ * an open port that hangs up, one that answers an error and one that stays silent all answer
+ * at the same moment (the budget, which is also the request's timeout).
+ */
+export function untilBudget(startedAt: number, budgetMs: number, signal?: AbortSignal): Promise<void> {
+  const wait = startedAt + budgetMs - performance.now();
+  if (wait <= 0 || signal?.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.ceil(wait));
+    signal?.addEventListener('abort', done);
+  });
 }
 
 export type GetOptions = {
-  /** Connect only to public addresses (live merchants). */
-  restrict: boolean;
+  rules: OutboundRules;
+  /** The request's timeout and its fixed budget: a failure is handed back only once it has passed. */
   timeoutMs: number;
   maxBytes: number;
   headers?: Record<string, string>;
@@ -211,68 +269,91 @@ export type GetOptions = {
 
 export class OutboundError extends Error {}
 
+export type GetResult = { status: number; headers: Record<string, string>; body: Buffer };
+
 /**
- * One guarded GET: no redirects followed, the body capped at `maxBytes` (a longer body is an
- * error), the whole exchange bounded by `timeoutMs` (the rejection is then a TimeoutError).
+ * One guarded GET: address rules before and at connect time, no redirects followed, the body
+ * capped at `maxBytes` (a longer body is an error), the whole exchange bounded by `timeoutMs`
+ * (the rejection is then a TimeoutError). A failure (a rejection or a non-2xx status) is
+ * handed back only when `timeoutMs` has passed since the call (the caller's own abort excepted),
+ * so callers cannot tell a closed port from a silent one by the time of the answer; a caller
+ * that also judges a 2xx body (a JWKS, a verification file) pads its own failures with
+ * `untilBudget`.
  */
-export function guardedGet(raw: string, opts: GetOptions): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      return reject(new OutboundError('the URL is invalid'));
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') return reject(new OutboundError('the URL must be http(s)'));
-    if (opts.restrict) {
-      const refused = refusedLiteral(url);
-      if (refused) return reject(new ForbiddenAddressError(refused));
-    }
-    const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(new DOMException(`timed out after ${opts.timeoutMs} ms`, 'TimeoutError')), opts.timeoutMs);
-    const onAbort = () => ac.abort(opts.signal!.reason);
-    if (opts.signal?.aborted) onAbort();
-    opts.signal?.addEventListener('abort', onAbort);
-    const done = () => {
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
-    };
-    const fail = (err: unknown) => {
-      done();
-      reject(ac.signal.aborted ? ac.signal.reason : err);
-    };
-    const isHttps = url.protocol === 'https:';
-    const lookup = opts.restrict ? guardedLookupWith(opts.resolve ?? systemResolver) : undefined;
-    const req = (isHttps ? https : http).request(
-      url,
-      {
-        method: 'GET',
-        headers: opts.headers,
-        signal: ac.signal,
-        agent: false,
-        ...(lookup ? { lookup: lookup as unknown as typeof import('node:dns').lookup } : {}),
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let received = 0;
-        res.on('data', (chunk: Buffer) => {
-          received += chunk.length;
-          if (received > opts.maxBytes) {
-            res.destroy(new OutboundError(`the response is larger than ${opts.maxBytes} bytes`));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on('error', fail);
-        res.on('end', () => {
-          done();
-          const headers: Record<string, string> = {};
-          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;
-          resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks) });
-        });
-      },
-    );
-    req.on('error', fail);
-    req.end();
-  });
+export async function guardedGet(raw: string, opts: GetOptions): Promise<GetResult> {
+  const startedAt = performance.now();
+  let outcome: { ok: true; value: GetResult } | { ok: false; err: unknown };
+  try {
+    const value = await getOnce(raw, opts);
+    outcome = { ok: true, value };
+  } catch (err) {
+    outcome = { ok: false, err };
+  }
+  if (outcome.ok && outcome.value.status >= 200 && outcome.value.status < 300) return outcome.value;
+  await untilBudget(startedAt, opts.timeoutMs, opts.signal);
+  if (!outcome.ok) throw opts.signal?.aborted ? opts.signal.reason : outcome.err;
+  return outcome.value;
+}
+
+async function getOnce(raw: string, opts: GetOptions): Promise<GetResult> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new OutboundError('the URL is invalid');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OutboundError('the URL must be http(s)');
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(new DOMException(`timed out after ${opts.timeoutMs} ms`, 'TimeoutError')), opts.timeoutMs);
+  const onAbort = () => ac.abort(opts.signal!.reason);
+  if (opts.signal?.aborted) onAbort();
+  opts.signal?.addEventListener('abort', onAbort);
+  try {
+    const target = await resolveTarget(url, opts.rules, opts.resolve);
+    if (!target.ok) throw new ForbiddenAddressError(target.why);
+    if (ac.signal.aborted) throw ac.signal.reason;
+    return await new Promise<GetResult>((resolve, reject) => {
+      const fail = (err: unknown) => reject(ac.signal.aborted ? ac.signal.reason : err);
+      const req = (url.protocol === 'https:' ? https : http).request(
+        url,
+        {
+          method: 'GET',
+          headers: opts.headers,
+          signal: ac.signal,
+          agent: false,
+          ...(target.addresses ? { lookup: pinnedLookup(target.addresses) as unknown as typeof import('node:dns').lookup } : {}),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let received = 0;
+          res.on('data', (chunk: Buffer) => {
+            received += chunk.length;
+            if (received > opts.maxBytes) {
+              res.destroy(new OutboundError(`the response is larger than ${opts.maxBytes} bytes`));
+              return;
+            }
+            chunks.push(chunk);
+          });
+          res.on('error', fail);
+          res.on('end', () => {
+            const headers: Record<string, string> = {};
+            for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;
+            resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks) });
+          });
+        },
+      );
+      req.on('socket', (socket) => {
+        const check = () => {
+          if (checkPeer(socket, opts.rules) === null) req.destroy(new ForbiddenAddressError(refusalText(opts.rules)));
+        };
+        if (socket.remoteAddress) check();
+        else socket.once('connect', check);
+      });
+      req.on('error', fail);
+      req.end();
+    });
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  }
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { CompactSign, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyMandate, type IssuerKeySets, type MandateContext } from '../../src/modules/gate/mandate.js';
+import { outboundRules } from '../../src/lib/ssrf.js';
 
 type Served = { url: string; hits: () => number; close: () => Promise<void> };
 
@@ -76,6 +77,8 @@ function ctx(over: Partial<MandateContext> = {}): MandateContext {
     currency: 'USD',
     agentId: AGENT,
     now: NOW,
+    // A test merchant outside production: the local issuers these tests run are on loopback.
+    rules: outboundRules({ NODE_ENV: 'test', SVC_ALLOW_PRIVATE_URLS: false }, false),
     ...over,
   };
 }
@@ -263,7 +266,7 @@ describe('verifyMandate: issuer JWKS fetching', () => {
     });
     try {
       for (const s of [failing, garbage, notASet]) {
-        expect(await svc(claims(), { jwksUrl: s.url })).toMatchObject({ ok: false, code: 'MANDATE_ISSUER_UNAVAILABLE' });
+        expect(await svc(claims(), { jwksUrl: s.url, timeoutMs: 300 })).toMatchObject({ ok: false, code: 'MANDATE_ISSUER_UNAVAILABLE' });
       }
     } finally {
       await Promise.all([failing.close(), garbage.close(), notASet.close()]);
@@ -273,6 +276,6 @@ describe('verifyMandate: issuer JWKS fetching', () => {
   it('GIVEN an issuer that refuses connections THEN MANDATE_ISSUER_UNAVAILABLE', async () => {
     const gone = await serve(() => undefined);
     await gone.close();
-    expect(await svc(claims(), { jwksUrl: gone.url })).toMatchObject({ ok: false, code: 'MANDATE_ISSUER_UNAVAILABLE' });
+    expect(await svc(claims(), { jwksUrl: gone.url, timeoutMs: 300 })).toMatchObject({ ok: false, code: 'MANDATE_ISSUER_UNAVAILABLE' });
   });
 });

@@ -11,6 +11,7 @@ import type { Facilitator, PaymentProof } from '../../rails/types.js';
 import type { Services } from '../../services.js';
 import { MIN_VALIDITY_SECONDS, type Authorization } from '../../lib/eip3009.js';
 import { verifyMandate, type MandateResult } from '../gate/mandate.js';
+import { outboundRules } from '../../lib/ssrf.js';
 import { evaluatePolicy, trustTier, type Verdict } from '../gate/verdict.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity } from '../orders/entity.js';
@@ -151,7 +152,7 @@ async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: Set
         total: s.total,
         currency: s.currency,
         agentId: s.agentId,
-        livemode: m.livemode,
+        rules: outboundRules(ctx.services.config, m.livemode),
         now,
         issuerKeys: ctx.services.caches.issuerKeys,
       });

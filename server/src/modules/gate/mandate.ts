@@ -1,7 +1,7 @@
 import { compactVerify, createRemoteJWKSet, customFetch, decodeProtectedHeader, errors as joseErrors, type FetchImplementation } from 'jose';
 import type { MandateInput as MandateBody, MandateType, ReasonCode } from '@svc/contract';
 import { compareDecimal } from '../../lib/money.js';
-import { checkOutboundUrl, guardedGet, type Resolver } from '../../lib/ssrf.js';
+import { checkOutboundUrl, guardedGet, untilBudget, type OutboundRules, type Resolver } from '../../lib/ssrf.js';
 
 /** The checkout's mandate as the agent sent it, if it sent one. */
 export type MandateInput = MandateBody | null | undefined;
@@ -32,14 +32,13 @@ export type MandateContext = {
   now: Date;
   /** The process's fetched issuer key sets (services.caches.issuerKeys); without it every check fetches. */
   issuerKeys?: IssuerKeySets;
-  /** JWKS fetch timeout; 2 s unless a test shortens it. */
-  timeoutMs?: number;
   /**
-   * The merchant's mode: live merchants fetch only https from public addresses (lib/ssrf.ts).
-   * Unset, it is inferred from the URL: only a test merchant can hold an http URL (write-time
-   * rule; migration Hardening2 cleared older live ones), so every https URL is restricted.
+   * JWKS fetch timeout and fixed budget (2 s unless a test shortens it): every
+   * MANDATE_ISSUER_UNAVAILABLE answer waits until it has passed since the check began.
    */
-  livemode?: boolean;
+  timeoutMs?: number;
+  /** The outbound rules of the merchant's mode and the configuration (lib/ssrf.ts `outboundRules`). */
+  rules: OutboundRules;
   /** A test's DNS resolver for the connect-time address check; the system resolver otherwise. */
   resolve?: Resolver;
 };
@@ -58,10 +57,10 @@ type RemoteJwks = ReturnType<typeof createRemoteJWKSet>;
 export type IssuerKeySets = Map<string, RemoteJwks>;
 
 /** jose's fetch replaced by the guarded GET: address rules at connect time, size and time caps, no redirects. */
-function guardedFetch(restrict: boolean, timeoutMs: number, resolve: Resolver | undefined): FetchImplementation {
+function guardedFetch(rules: OutboundRules, timeoutMs: number, resolve: Resolver | undefined): FetchImplementation {
   return async (url, options) => {
     const res = await guardedGet(url, {
-      restrict,
+      rules,
       timeoutMs,
       maxBytes: JWKS_MAX_BYTES,
       headers: Object.fromEntries(options.headers.entries()),
@@ -73,14 +72,14 @@ function guardedFetch(restrict: boolean, timeoutMs: number, resolve: Resolver | 
   };
 }
 
-function remoteJwks(url: string, timeoutMs: number, restrict: boolean, resolve: Resolver | undefined, remoteSets: IssuerKeySets | undefined): RemoteJwks {
-  const key = `${timeoutMs} ${restrict} ${url}`;
+function remoteJwks(url: string, timeoutMs: number, rules: OutboundRules, resolve: Resolver | undefined, remoteSets: IssuerKeySets | undefined): RemoteJwks {
+  const key = `${timeoutMs} ${rules.reach} ${url}`;
   let set = resolve ? undefined : remoteSets?.get(key);
   if (!set) {
     set = createRemoteJWKSet(new URL(url), {
       timeoutDuration: timeoutMs,
       cacheMaxAge: JWKS_CACHE_MAX_AGE_MS,
-      [customFetch]: guardedFetch(restrict, timeoutMs, resolve),
+      [customFetch]: guardedFetch(rules, timeoutMs, resolve),
     });
     if (!resolve) remoteSets?.set(key, set);
   }
@@ -185,17 +184,26 @@ export async function verifyMandate(input: MandateInput, ctx: MandateContext): P
     );
   }
 
-  // The URL was checked when written; checked again here (rows from before the rule, a mode change).
-  const restrict = ctx.livemode ?? !ctx.jwksUrl.startsWith('http:');
-  if (!checkOutboundUrl(ctx.jwksUrl, restrict).ok) return fail('MANDATE_ISSUER_UNAVAILABLE', ISSUER_UNAVAILABLE_HUMAN);
+  // The issuer's keys cannot be had: one text, and only once the fixed budget has passed since
+  // the check began, so neither the text nor the time of the answer tells a closed port, an
+  // open one that hangs up or answers 404, a silent one and a refused address apart.
+  const timeoutMs = ctx.timeoutMs ?? JWKS_TIMEOUT_MS;
+  const startedAt = performance.now();
+  const unavailable = async () => {
+    await untilBudget(startedAt, timeoutMs);
+    return fail('MANDATE_ISSUER_UNAVAILABLE', ISSUER_UNAVAILABLE_HUMAN);
+  };
+
+  // The URL was checked when written; checked again here (rows from before the rule, a mode or configuration change).
+  if (!checkOutboundUrl(ctx.jwksUrl, ctx.rules).ok) return unavailable();
 
   let payload: Uint8Array;
   try {
-    const keys = remoteJwks(ctx.jwksUrl, ctx.timeoutMs ?? JWKS_TIMEOUT_MS, restrict, ctx.resolve, ctx.issuerKeys);
+    const keys = remoteJwks(ctx.jwksUrl, timeoutMs, ctx.rules, ctx.resolve, ctx.issuerKeys);
     ({ payload } = await compactVerify(token, keys, { algorithms: ['EdDSA'] }));
   } catch (err) {
     const { code, human } = classify(err);
-    return fail(code, human);
+    return code === 'MANDATE_ISSUER_UNAVAILABLE' ? unavailable() : fail(code, human);
   }
 
   const claims = parseClaims(payload);

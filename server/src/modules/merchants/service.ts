@@ -5,7 +5,7 @@ import type { AuthContext, Ctx } from '../../http/context.js';
 import { generateEd25519 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
-import { checkOutboundUrl } from '../../lib/ssrf.js';
+import { checkOutboundUrl, outboundRules, type OutboundRules } from '../../lib/ssrf.js';
 import { checkReceiving, type ReceivingFinding } from '../receiving/validate.js';
 import { MerchantEntity } from './entity.js';
 import { incrementConfigVersion } from './store.js';
@@ -55,10 +55,10 @@ function railFindings(rails: RailName[], livemode: boolean): ReceivingFinding[] 
   return livemode && rails.includes('mock') ? [{ code: 'RECEIVING_MOCK_IN_LIVE', human: 'rails: the mock rail cannot be enabled on a live merchant.' }] : [];
 }
 
-/** The trusted issuer JWKS URL follows the webhook URL rules (lib/ssrf.ts): https to a public host on live merchants. */
-function checkJwksUrl(raw: string | null | undefined, livemode: boolean): string | null | undefined {
+/** The trusted issuer JWKS URL follows the webhook URL rules (lib/ssrf.ts `outboundRules`): https to a public host under the live rules. */
+function checkJwksUrl(raw: string | null | undefined, rules: OutboundRules): string | null | undefined {
   if (raw == null) return raw;
-  const checked = checkOutboundUrl(raw, livemode);
+  const checked = checkOutboundUrl(raw, rules);
   if (!checked.ok) throw new ApiError('VALIDATION_FAILED', `trusted_svc_jwks_url: ${checked.why}.`);
   return checked.href;
 }
@@ -67,7 +67,7 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
   const { livemode, projectId } = ctx.auth;
   const rails: RailName[] = body.rails ?? (livemode ? ['x402'] : ['x402', 'mock']);
   const receiving = normalizeReceiving(body.receiving, livemode, rails);
-  const jwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, livemode);
+  const jwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, outboundRules(ctx.services.config, livemode));
   const id = newId('mrch');
   const seed = generateEd25519();
   try {
@@ -166,7 +166,7 @@ export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: strin
       m.domain = body.domain;
       configChanged = true;
     }
-    if (body.trusted_svc_jwks_url !== undefined) m.trustedSvcJwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, m.livemode) ?? null;
+    if (body.trusted_svc_jwks_url !== undefined) m.trustedSvcJwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, outboundRules(ctx.services.config, m.livemode)) ?? null;
     if (configChanged) m.configVersion += 1;
     ctx.services.caches.agent.invalidateOnCommit(tx, m.id);
     m.updatedAt = ctx.services.now();

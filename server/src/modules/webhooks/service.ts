@@ -19,7 +19,7 @@ import { bytesOfStoredEvent, type EventFanOut } from '../events/service.js';
 import { findEventRow, listEventRows, type EventRow } from '../events/store.js';
 import { WebhookEndpointEntity, type WebhookEndpointRow } from './entity.js';
 import { newWebhookSecret } from './signature.js';
-import { checkWebhookUrl } from './url.js';
+import { checkWebhookUrl, outboundRules } from './url.js';
 import type { CommitWake } from './wake.js';
 import {
   cancelPendingDeliveries,
@@ -59,7 +59,7 @@ export function presentEndpoint(e: WebhookEndpointRow, now: Date): WebhookEndpoi
 
 export async function createWebhookEndpoint(ctx: AuthedCtx, body: CreateWebhookEndpointBody): Promise<WebhookEndpointWithSecret> {
   const { projectId, livemode } = ctx.auth;
-  const url = checkWebhookUrl(body.url, livemode);
+  const url = checkWebhookUrl(body.url, outboundRules(ctx.services.config, livemode));
   const id = newId('whk');
   const secret = newWebhookSecret();
   const row = await ctx.em.transactional(async (tx) => {
@@ -131,7 +131,7 @@ export async function updateWebhookEndpoint(ctx: AuthedCtx, id: string, body: Up
   return ctx.em.transactional(async (tx) => {
     const e = await findWebhookEndpoint(tx, ctx.auth, id);
     if (body.url !== undefined) {
-      const url = checkWebhookUrl(body.url, e.livemode);
+      const url = checkWebhookUrl(body.url, outboundRules(ctx.services.config, e.livemode));
       if (url !== e.url) {
         e.url = url;
         // A new receiver has not proven itself yet.

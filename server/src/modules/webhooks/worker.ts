@@ -4,6 +4,7 @@ import type { Services } from '../../services.js';
 import { createAgents, postWebhook, WEBHOOK_TIMEOUT_MS, WEBHOOK_USER_AGENT, type Agents, type AttemptOutcome } from './deliver.js';
 import { claimDueDeliveries, extendLeases, markSending, MAX_ATTEMPTS, recordAttempts, releaseClaims, type ClaimedDelivery, type RecordedAttempt } from './store.js';
 import { signatureHeader } from './signature.js';
+import { outboundRules } from '../../lib/ssrf.js';
 
 export type WebhookWorkerOptions = {
   /** How often an idle worker looks for due deliveries (local enqueues also wake it at once). */
@@ -169,7 +170,7 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
           'Svc-Event-Id': c.eventId,
           'Svc-Delivery-Id': c.attemptId,
         },
-        restrictAddresses: c.livemode,
+        rules: outboundRules(services.config, c.livemode),
         timeoutMs,
         signal: kill.signal,
       },
