@@ -192,6 +192,18 @@ export function guardedLookupWith(resolve: Resolver) {
 
 export const guardedLookup = guardedLookupWith(systemResolver);
 
+/** A `lookup` for http.request from a Resolver, with no address check (unrestricted requests). */
+function lookupWith(resolve: Resolver) {
+  return (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
+    resolve(hostname, (err, addresses) => {
+      if (err) return callback(err, []);
+      if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+}
+
 /** Refusal text when a restricted request names a forbidden IP literal (no lookup happens for literals). */
 export function refusedLiteral(url: URL): string | null {
   const host = bareHost(url.hostname);
@@ -205,7 +217,7 @@ export type GetOptions = {
   maxBytes: number;
   headers?: Record<string, string>;
   signal?: AbortSignal;
-  /** Tests inject a resolver; production uses the system one. */
+  /** Tests inject a resolver (used restricted or not); production uses the system one. */
   resolve?: Resolver;
 };
 
@@ -242,7 +254,8 @@ export function guardedGet(raw: string, opts: GetOptions): Promise<{ status: num
       reject(ac.signal.aborted ? ac.signal.reason : err);
     };
     const isHttps = url.protocol === 'https:';
-    const lookup = opts.restrict ? guardedLookupWith(opts.resolve ?? systemResolver) : undefined;
+    // An injected resolver is used unrestricted too (a test's names for local servers).
+    const lookup = opts.restrict ? guardedLookupWith(opts.resolve ?? systemResolver) : opts.resolve ? lookupWith(opts.resolve) : undefined;
     const req = (isHttps ? https : http).request(
       url,
       {
