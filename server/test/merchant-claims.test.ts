@@ -211,6 +211,20 @@ describe("a merchant's own domain is served only once verified", () => {
     expect((await hostRequest(app, 'GET', MANIFEST, domain)).body.merchant.id).toBe(live.body.id);
   });
 
+  it('GIVEN two projects that both show a proof for one domain WHEN they verify at the same time THEN one is verified and the other gets 409 MERCHANT_DOMAIN_TAKEN, every round', async () => {
+    for (let round = 0; round < 4; round++) {
+      const domain = proofDomain();
+      const shops = await Promise.all([publishedMerchant(app, { merchant: { domain } }), publishedMerchant(app, { key: await app.key('live'), merchant: liveMerchant({ domain }) })]);
+      for (const shop of shops) world.publishTxt(domain, proofOf(shop.merchant as never).dns_txt.value);
+      const results = await Promise.all(shops.map((shop) => app.request('POST', `/v1/merchants/${shop.merchant.id}/domain/verify`, { key: shop.key })));
+      expect(results.map((r) => r.status).sort(), results.map((r) => r.text).join(' | ')).toEqual([200, 409]);
+      expectError(results.find((r) => r.status === 409)!, 409, 'MERCHANT_DOMAIN_TAKEN');
+      const winner = shops[results.findIndex((r) => r.status === 200)]!;
+      expect((await hostRequest(app, 'GET', MANIFEST, domain)).body.merchant.id).toBe(winner.merchant.id);
+      expect(await sql(app, 'select project_id from merchant_domains where domain = ?', [domain])).toEqual([{ project_id: winner.key.projectId }]);
+    }
+  });
+
   it('GIVEN a domain under the discovery domain WHEN the owner verifies THEN 422 DOMAIN_VERIFICATION_FAILED without looking anything up', async () => {
     const shop = await publishedMerchant(app, { merchant: { domain: `x.${newSlug()}.${DISCOVERY}` } });
     const res = await app.request('POST', `/v1/merchants/${shop.merchant.id}/domain/verify`, { key: shop.key });
