@@ -1,8 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { CreateMerchantBody, Merchant, RailName, UpdateMerchantBody } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import type { AuthContext, Ctx } from '../../http/context.js';
-import { randomBytes } from 'node:crypto';
 import { generateEd25519 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
