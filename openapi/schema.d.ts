@@ -226,7 +226,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a device code as the signed-in member
-         * @description Needs the session cookie (the device page sends it). An unknown or expired user code is 410 DEVICE_CODE_EXPIRED.
+         * @description Needs the session cookie (the device page sends it, with the code the person typed from their own terminal). The minted key belongs to the signed-in member's project. An unknown or expired user code is 410 DEVICE_CODE_EXPIRED.
          *
          *     Auth: the signed-in member's session cookie (svc_session); writes need a same-origin Origin header.
          */
@@ -288,7 +288,7 @@ export interface paths {
         };
         /**
          * The device verification page
-         * @description Redirects (303) to the dashboard's device page (/dashboard/device), keeping user_code. Signed in, it confirms the code; signed out, the mailed link signs the person in and approves the code.
+         * @description Redirects (303) to the dashboard's device page (/dashboard/device), dropping any code in the address: there the signed-in person types the code their own terminal shows (signed out, they sign in first).
          *
          *     Auth: public, no API key.
          */
@@ -354,7 +354,7 @@ export interface paths {
         };
         /**
          * Open a sign-in link
-         * @description Spends nothing: answers a page that names the email (and the command-line code the link also approves, if any) with one button, a form that POSTs the token to this path. Mail scanners that fetch every link in a message therefore cannot use a link up. A used, expired or unknown link is 410 with a page that says so.
+         * @description Spends nothing: answers a page that names the email with one button, a form that POSTs the token to this path. Mail scanners that fetch every link in a message therefore cannot use a link up. A link a command line asked for says so (and that its code is typed on the next page); it never names a code. A used, expired or unknown link is 410 with a page that says so.
          *
          *     Auth: public, no API key.
          */
@@ -362,7 +362,7 @@ export interface paths {
         put?: never;
         /**
          * Sign in with a link
-         * @description The button of the link's page. Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page when the link also approved a command-line sign-in. A used, expired or unknown link is 410 with a page that says so. A POST that does not come from this origin (its Origin header, else Sec-Fetch-Site: same-origin, as for every cookie-authenticated write) is 403 and spends nothing: only the link's own page signs in, so another site cannot sign a visitor into its own account.
+         * @description The button of the link's page. Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page (/dashboard/device, where the code is typed) when a command line asked for the link; it approves no device code. A used, expired or unknown link is 410 with a page that says so. A POST that does not come from this origin (its Origin header, else Sec-Fetch-Site: same-origin, as for every cookie-authenticated write) is 403 and spends nothing: only the link's own page signs in, so another site cannot sign a visitor into its own account.
          *
          *     Auth: public, no API key.
          */
@@ -3077,11 +3077,10 @@ export interface operations {
                         expires_in: number;
                         /** @description Seconds between polls. */
                         interval: number;
-                        /** @description Shown to the person, who confirms it on the verification page. */
+                        /** @description Shown to the person, who types it on the verification page while signed in (the page never takes it from its address). */
                         user_code: string;
+                        /** @description The dashboard's device page, on SVC_PUBLIC_BASE_URL. */
                         verification_url: string;
-                        /** @description verification_url with the user code filled in. */
-                        verification_url_complete: string;
                     };
                 };
             };
@@ -3143,9 +3142,7 @@ export interface operations {
     };
     deviceVerificationPage: {
         parameters: {
-            query?: {
-                user_code?: string;
-            };
+            query?: never;
             header?: never;
             path?: never;
             cookie?: never;
@@ -3181,12 +3178,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description From POST /v1/auth/cli/start: following the mailed link also approves that device. */
+                    /** @description From POST /v1/auth/cli/start (the CLI's own): the mailed link then lands on the device page, where the signed-in person types the code their terminal shows. The link approves nothing by itself, and neither the mail nor its page names a code. An unknown or expired device code is 410 DEVICE_CODE_EXPIRED. */
                     device_code?: string;
                     /** Format: email */
                     email: string;
-                    /** @description The code shown by the CLI (the device page sends it): following the mailed link also approves that device. */
-                    user_code?: string;
                 };
             };
         };

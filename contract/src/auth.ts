@@ -12,8 +12,9 @@ const UserCodeValue = z.string().trim().min(8).max(9);
 export const EmailStartBody = z
   .object({
     email: Email,
-    device_code: DeviceCodeValue.optional().describe('From POST /v1/auth/cli/start: following the mailed link also approves that device.'),
-    user_code: UserCodeValue.optional().describe('The code shown by the CLI (the device page sends it): following the mailed link also approves that device.'),
+    device_code: DeviceCodeValue.optional().describe(
+      'From POST /v1/auth/cli/start (the CLI\'s own): the mailed link then lands on the device page, where the signed-in person types the code their terminal shows. The link approves nothing by itself, and neither the mail nor its page names a code. An unknown or expired device code is 410 DEVICE_CODE_EXPIRED.',
+    ),
   })
   .strict();
 export type EmailStartBody = z.infer<typeof EmailStartBody>;
@@ -29,9 +30,8 @@ const Html = c.otherResponse({ contentType: 'text/html; charset=utf-8', body: z.
 
 export const CliStartResult = z.object({
   device_code: z.string().describe('Secret: only the CLI holds it; poll with it.'),
-  user_code: z.string().describe('Shown to the person, who confirms it on the verification page.'),
-  verification_url: z.string(),
-  verification_url_complete: z.string().describe('verification_url with the user code filled in.'),
+  user_code: z.string().describe('Shown to the person, who types it on the verification page while signed in (the page never takes it from its address).'),
+  verification_url: z.string().describe('The dashboard\'s device page, on SVC_PUBLIC_BASE_URL.'),
   interval: z.number().int().describe('Seconds between polls.'),
   expires_in: z.number().int(),
 });
@@ -60,7 +60,7 @@ export const authContract = c.router({
     responses: { 200: Html, 410: Html },
     summary: 'Open a sign-in link',
     description:
-      'Spends nothing: answers a page that names the email (and the command-line code the link also approves, if any) with one button, a form that POSTs the token to this path. Mail scanners that fetch every link in a message therefore cannot use a link up. A used, expired or unknown link is 410 with a page that says so.',
+      'Spends nothing: answers a page that names the email with one button, a form that POSTs the token to this path. Mail scanners that fetch every link in a message therefore cannot use a link up. A link a command line asked for says so (and that its code is typed on the next page); it never names a code. A used, expired or unknown link is 410 with a page that says so.',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'openSignInLink' }),
   },
   verifyConfirm: {
@@ -71,7 +71,7 @@ export const authContract = c.router({
     responses: { 303: c.noBody(), 403: Html, 410: Html },
     summary: 'Sign in with a link',
     description:
-      "The button of the link's page. Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page when the link also approved a command-line sign-in. A used, expired or unknown link is 410 with a page that says so. A POST that does not come from this origin (its Origin header, else Sec-Fetch-Site: same-origin, as for every cookie-authenticated write) is 403 and spends nothing: only the link's own page signs in, so another site cannot sign a visitor into its own account.",
+      "The button of the link's page. Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page (/dashboard/device, where the code is typed) when a command line asked for the link; it approves no device code. A used, expired or unknown link is 410 with a page that says so. A POST that does not come from this origin (its Origin header, else Sec-Fetch-Site: same-origin, as for every cookie-authenticated write) is 403 and spends nothing: only the link's own page signs in, so another site cannot sign a visitor into its own account.",
     metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'verifySignIn' }),
   },
   logout: {
@@ -107,16 +107,17 @@ export const authContract = c.router({
     body: z.object({ user_code: UserCodeValue }).strict(),
     responses: { 200: z.object({ ok: z.literal(true) }), ...publicErrors, 401: ErrorBody, 403: ErrorBody, 410: ErrorBody },
     summary: 'Approve a device code as the signed-in member',
-    description: 'Needs the session cookie (the device page sends it). An unknown or expired user code is 410 DEVICE_CODE_EXPIRED.',
+    description:
+      'Needs the session cookie (the device page sends it, with the code the person typed from their own terminal). The minted key belongs to the signed-in member\'s project. An unknown or expired user code is 410 DEVICE_CODE_EXPIRED.',
     metadata: meta({ auth: 'session', scopes: [], tag: 'Sign-in', operationId: 'approveDeviceSignIn' }),
   },
   device: {
     method: 'GET',
     path: '/v1/auth/device',
-    query: z.object({ user_code: z.string().max(20).optional() }),
     responses: { 303: c.noBody(), 400: ErrorBody },
     summary: 'The device verification page',
-    description: 'Redirects (303) to the dashboard\'s device page (/dashboard/device), keeping user_code. Signed in, it confirms the code; signed out, the mailed link signs the person in and approves the code.',
+    description:
+      'Redirects (303) to the dashboard\'s device page (/dashboard/device), dropping any code in the address: there the signed-in person types the code their own terminal shows (signed out, they sign in first).',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'deviceVerificationPage' }),
   },
 });

@@ -105,7 +105,7 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
   // The one form of the API: the sign-in link's page posts its token (application/x-www-form-urlencoded).
   app.use('/v1/auth/verify', express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 4 }));
 
-  app.use(agentHostRouting(services.config.SVC_DISCOVERY_DOMAIN));
+  app.use(agentHostRouting(services.config));
 
   createExpressEndpoints(contract, router, app, {
     logInitialization: false,

@@ -3,8 +3,8 @@ import { parseArgs } from 'node:util';
 
 export const LOGIN_USAGE = `usage: npm run svc -- login [--url http://localhost:3000] [--email you@example.com] [--out <file>]
   Signs in with the device-code flow against a running server and prints a new test API key
-  (or writes it to --out, mode 0600). Nothing is stored. Without --email, open the printed
-  URL in a browser where you are signed in and confirm the code.`;
+  (or writes it to --out, mode 0600). Nothing is stored. Open the printed URL in a browser,
+  sign in (--email mails you a link to it) and type the code this command shows.`;
 
 export class LoginError extends Error {}
 
@@ -46,13 +46,13 @@ export async function runLogin(argv: string[], io: Io): Promise<string> {
 
   const started = await postJson(f, `${base}/v1/auth/cli/start`, {});
   if (started.status !== 200) throw new LoginError(`could not start the login: ${humanOf(started)}`);
-  const dc = started.body as { device_code: string; user_code: string; verification_url_complete: string; interval: number; expires_in: number };
+  const dc = started.body as { device_code: string; user_code: string; verification_url: string; interval: number; expires_in: number };
   io.stderr(`Your code: ${dc.user_code}`);
-  io.stderr(`Open ${dc.verification_url_complete} and confirm it (valid ${Math.round(dc.expires_in / 60)} minutes).`);
+  io.stderr(`Open ${dc.verification_url} signed in and type this code (valid ${Math.round(dc.expires_in / 60)} minutes).`);
   if (values.email) {
     const mailed = await postJson(f, `${base}/v1/auth/email/start`, { email: values.email, device_code: dc.device_code });
     if (mailed.status !== 200) throw new LoginError(`could not send the sign-in link: ${humanOf(mailed)}`);
-    io.stderr(`Or follow the sign-in link sent to ${values.email}: it approves this login too.`);
+    io.stderr(`To sign in, follow the link sent to ${values.email}: it opens that page, where you type the code.`);
     if (typeof mailed.body?.verify_url === 'string') io.stderr(`Development server: the link is ${mailed.body.verify_url}`);
   }
   io.stderr('Waiting for approval…');

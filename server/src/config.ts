@@ -51,7 +51,23 @@ const ConfigSchema = z.object({
     .regex(/^(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$/, 'must be 32 bytes as 64 hex characters or base64')
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  SVC_PUBLIC_BASE_URL: z.string().url().optional(),
+  /** The public origin every absolute URL the service hands out starts with; never the request's Host. Required in production. */
+  SVC_PUBLIC_BASE_URL: z
+    .string()
+    .transform((raw, ctx) => {
+      let url: URL | null = null;
+      try {
+        url = new URL(raw);
+      } catch {
+        url = null;
+      }
+      if (!url || !/^https?:$/.test(url.protocol) || url.username || url.password || url.pathname !== '/' || url.search || url.hash || raw.includes('?') || raw.includes('#')) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be an http(s) origin such as https://checkout.example.com (scheme, host and optional port; no path, query or credentials)' });
+        return z.NEVER;
+      }
+      return url.origin;
+    })
+    .optional(),
   SVC_DISCOVERY_DOMAIN: z
     .string()
     .regex(/^[a-z0-9.-]+$/, 'must be a lower-case domain such as checkout.example.com')
@@ -109,11 +125,18 @@ const ConfigSchema = z.object({
       `has ${c.SVC_RELAYER_PRIVATE_KEYS.length} key(s) for SVC_WEB_CONCURRENCY=${c.SVC_WEB_CONCURRENCY}: each server process broadcasts from its own relayer keys, so give at least one per process`,
     );
   }
+  if (c.NODE_ENV === 'production' && !c.SVC_PUBLIC_BASE_URL) {
+    need('SVC_PUBLIC_BASE_URL', 'is required when NODE_ENV=production: the public origin of sign-in links and every other URL the service hands out, such as https://checkout.example.com (never taken from the request\'s Host header)');
+  }
   if (!c.SVC_LIVE_FACILITATOR) return;
   if (!c.SVC_RPC_URL_BASE) need('SVC_RPC_URL_BASE', `is required when SVC_LIVE_FACILITATOR=${c.SVC_LIVE_FACILITATOR}`);
   if (c.SVC_LIVE_FACILITATOR === 'onchain' && !c.SVC_RELAYER_PRIVATE_KEYS) need('SVC_RELAYER_PRIVATE_KEYS', 'is required when SVC_LIVE_FACILITATOR=onchain');
   if (c.SVC_LIVE_FACILITATOR === 'remote' && !c.SVC_FACILITATOR_URL) need('SVC_FACILITATOR_URL', 'is required when SVC_LIVE_FACILITATOR=remote');
-});
+}).transform((c) => ({
+  ...c,
+  // Outside production the default comes from configuration too (the port this process listens on), so the README's walk-through works.
+  SVC_PUBLIC_BASE_URL: c.SVC_PUBLIC_BASE_URL ?? `http://localhost:${c.PORT}`,
+}));
 
 export type Config = z.infer<typeof ConfigSchema>;
 

@@ -1,34 +1,12 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { SMTPServer } from 'smtp-server';
-import type { AddressInfo } from 'node:net';
 import { expectError, sql } from './helpers/foundation.js';
 import { merchantBody, TestApp } from './helpers/harness.js';
-
-/** A real SMTP server on loopback that keeps every message it receives. */
-async function startSmtp() {
-  const messages: string[] = [];
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, _session, callback) {
-      let raw = '';
-      stream.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
-      stream.on('end', () => {
-        messages.push(raw);
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.server.address() as AddressInfo).port;
-  return { url: `smtp://127.0.0.1:${port}`, messages, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
-}
+import { mailsTo, signInLinkOf, startSmtp, type Smtp } from './helpers/smtp.js';
 
 let app: TestApp;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
+let smtp: Smtp;
 const logLines: string[] = [];
 
 beforeAll(async () => {
@@ -261,14 +239,14 @@ describe('sessions', () => {
 });
 
 describe('device code (RFC 8628)', () => {
-  it('GIVEN a CLI login WHEN the person signs in by the mailed link carrying the device code THEN the poll is pending, slow_down when too fast, then ready once, then 410', async () => {
+  it('GIVEN a CLI login WHEN the person signs in by the mailed link carrying the device code and types the code THEN the link alone approves nothing; the poll is pending, slow_down when too fast, then ready once, then 410', async () => {
     let now = freshWindow();
     const startRes = await app.request('POST', '/v1/auth/cli/start', { body: {} });
     expect(startRes.status, startRes.text).toBe(200);
     const dc = startRes.body;
+    expect(Object.keys(dc).sort()).toEqual(['device_code', 'expires_in', 'interval', 'user_code', 'verification_url']);
     expect(dc).toMatchObject({ interval: 5, expires_in: 900, verification_url: `${app.baseUrl}/dashboard/device` });
     expect(dc.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
-    expect(dc.verification_url_complete).toBe(`${dc.verification_url}?user_code=${dc.user_code}`);
     const poll = () => app.request('POST', '/v1/auth/cli/poll', { body: { device_code: dc.device_code } });
 
     expect((await poll()).body).toEqual({ status: 'pending' });
@@ -280,14 +258,20 @@ describe('device code (RFC 8628)', () => {
     const started = await start({ email, device_code: dc.device_code });
     expect(started.status, started.text).toBe(200);
     const opened = await app.request('GET', `/v1/auth/verify?token=${started.body.dev_token}`);
-    expect(opened.text).toContain(`approves the command-line sign-in showing the code <code>${dc.user_code}</code>`);
-    // opening the link approved nothing yet
-    expect(await sql(app, 'select status from device_codes where user_code = ?', [dc.user_code])).toEqual([{ status: 'pending' }]);
+    expect(opened.text).toContain('A command-line sign-in (svc login) asked for this link');
+    expect(opened.text).not.toContain(dc.user_code);
     const verified = await confirm(started.body.dev_token);
     expect(verified.status).toBe(303);
-    expect(verified.headers.get('location')).toBe(`/dashboard/device?approved=${dc.user_code}`);
-
+    expect(verified.headers.get('location')).toBe('/dashboard/device');
+    // signing in approved nothing
     now += 11_000;
+    app.services.now = () => new Date(now);
+    expect((await poll()).body).toEqual({ status: 'pending' });
+
+    // On the device page the person types the code their terminal shows.
+    const approved = await app.request('POST', '/v1/auth/cli/approve', { headers: withCookie(cookieOf(verified)!, { origin: app.baseUrl }), body: { user_code: dc.user_code } });
+    expect(approved.status, approved.text).toBe(200);
+    now += 16_000;
     app.services.now = () => new Date(now);
     const ready = await poll();
     expect(ready.status, ready.text).toBe(200);
@@ -296,18 +280,69 @@ describe('device code (RFC 8628)', () => {
     const me = await app.request('GET', '/v1/me', { key: ready.body.api_key.secret });
     expect(me.body.project.id).toBe((await app.request('GET', '/v1/me', { headers: withCookie(cookieOf(verified)!) })).body.project.id);
 
-    now += 11_000;
+    now += 21_000;
+    app.services.now = () => new Date(now);
     expectError(await poll(), 410, 'DEVICE_CODE_EXPIRED');
   });
 
-  it('GIVEN a signed-in member on the device page WHEN they approve the user code THEN the CLI gets its key; an expired code is 410', async () => {
+  it("GIVEN an anonymous attacker with a CLI login WHEN they ask for a sign-in link to the victim's inbox with their device code and the victim follows the genuine mail THEN the victim is only signed in to their own account: neither the mail nor the pages name the attacker's code and the attacker's poll never gets a key (issue 24.5)", async () => {
+    const prod = await TestApp.start({ NODE_ENV: 'production', SVC_SMTP_URL: smtp.url });
+    try {
+      let now = Date.now();
+      prod.services.now = () => new Date(now);
+      // The attacker, signed in nowhere.
+      const attacker = (await prod.request('POST', '/v1/auth/cli/start', { body: {} })).body;
+      const victim = `victim-${Date.now()}@example.com`;
+      const asked = await prod.request('POST', '/v1/auth/email/start', { body: { email: victim, device_code: attacker.device_code } });
+      expect(asked.status, asked.text).toBe(200);
+      expect(asked.body).toEqual({ ok: true, expires_in: 900 });
+
+      // The victim receives the genuine mail, opens its link and presses the button.
+      await expect.poll(() => mailsTo(smtp, victim).length, { timeout: 15_000 }).toBe(1);
+      const mail = mailsTo(smtp, victim)[0]!;
+      const link = signInLinkOf(mail);
+      const page = await fetch(link);
+      const pageText = await page.text();
+      expect(page.status).toBe(200);
+      const token = new URL(link).searchParams.get('token')!;
+      const signedIn = await prod.request('POST', '/v1/auth/verify', {
+        rawBody: new URLSearchParams({ token }).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+      });
+      expect(signedIn.status).toBe(303);
+      expect(cookieOf(signedIn)).toBeTruthy();
+
+      // The attacker polls: never a key.
+      for (let i = 0; i < 3; i++) {
+        now += 6_000;
+        const polled = await prod.request('POST', '/v1/auth/cli/poll', { body: { device_code: attacker.device_code } });
+        expect(polled.status, polled.text).toBe(200);
+        expect(polled.body).toEqual({ status: 'pending' });
+      }
+      expect(await sql(prod, 'select status, user_id, key_id from device_codes where user_code = ?', [attacker.user_code])).toEqual([{ status: 'pending', user_id: null, key_id: null }]);
+
+      // The victim landed on the device page, where a code must be typed; nothing they saw named the attacker's code.
+      expect(signedIn.headers.get('location')).toBe('/dashboard/device');
+      expect(mail).not.toContain(attacker.user_code);
+      expect(mail).toContain('type the code that your own terminal shows');
+      expect(pageText).not.toContain(attacker.user_code);
+      // Tying the victim's inbox to a user code instead is not a thing the API takes.
+      expectError(await prod.request('POST', '/v1/auth/email/start', { body: { email: victim, user_code: attacker.user_code } }), 400, 'VALIDATION_FAILED');
+      now += 901_000;
+      expectError(await prod.request('POST', '/v1/auth/cli/poll', { body: { device_code: attacker.device_code } }), 410, 'DEVICE_CODE_EXPIRED');
+    } finally {
+      await prod.stop();
+    }
+  });
+
+  it('GIVEN a signed-in member on the device page WHEN they type the user code THEN the CLI gets its key; an expired code is 410', async () => {
     let now = freshWindow();
     const { cookie } = await signIn(`page-${Date.now()}@example.com`);
     const dc = (await app.request('POST', '/v1/auth/cli/start', { body: {} })).body;
-    // the older page address leads to the dashboard's device page, keeping the code
+    // the older page address leads to the dashboard's device page, dropping the code: the person types it there
     const pageRes = await app.request('GET', `/v1/auth/device?user_code=${dc.user_code}`, { headers: withCookie(cookie) });
     expect(pageRes.status).toBe(303);
-    expect(pageRes.headers.get('location')).toBe(`/dashboard/device?user_code=${dc.user_code}`);
+    expect(pageRes.headers.get('location')).toBe('/dashboard/device');
 
     // Cross-origin approval is refused; a same-origin one (lower case, no dash) works.
     expectError(await app.request('POST', '/v1/auth/cli/approve', { headers: withCookie(cookie, { origin: 'https://evil.example' }), body: { user_code: dc.user_code } }), 403, 'CSRF_REJECTED');

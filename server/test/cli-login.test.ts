@@ -59,15 +59,26 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** What the device page sends when the signed-in person types the code their terminal shows. */
+const typeCode = (cookie: string, code: string) =>
+  app.request('POST', '/v1/auth/cli/approve', { headers: { cookie: `svc_session=${cookie}`, origin: app.baseUrl }, body: { user_code: code } });
+const cookieOf = (res: Response) => /svc_session=([^;]+)/.exec(res.headers.get('set-cookie')!)![1]!;
+
 describe('svc login', () => {
-  it('GIVEN a running server WHEN `svc login --email` runs and the person follows the link THEN the CLI writes a working test key to --out (0600)', async () => {
+  it('GIVEN a running server WHEN `svc login --email` runs, the person follows the link and types the code on the device page THEN the CLI writes a working test key to --out (0600)', async () => {
     const out = join(dir, 'key.txt');
     const cli = login(['--url', app.baseUrl, '--email', `newcomer-${Date.now()}@example.com`, '--out', out]);
+    const [, code] = await cli.waitFor(/Your code: ([A-Z]{4}-[A-Z]{4})/);
+    const [, url] = await cli.waitFor(/Open (\S+) signed in and type this code/);
+    expect(url).toBe(`${app.baseUrl}/dashboard/device`);
     const [, link] = await cli.waitFor(/Development server: the link is (\S+)/);
-    // The person follows the link in their mail.
+    // The person follows the link in their mail: it signs them in and lands on the device page, approving nothing.
     const signedIn = await followSignInLink(link!);
     expect(signedIn.status).toBe(303);
-    expect(signedIn.headers.get('location')).toMatch(/^\/dashboard\/device\?approved=[A-Z]{4}-[A-Z]{4}$/);
+    expect(signedIn.headers.get('location')).toBe('/dashboard/device');
+    expect((await app.request('POST', '/v1/auth/cli/approve', { body: { user_code: code } })).status).toBe(401);
+    // There they type the code their terminal shows.
+    expect((await typeCode(cookieOf(signedIn), code!)).status).toBe(200);
     expect(await cli.done).toBe(0);
     expect(cli.stdout).toMatch(/^wrote test key key_[0-9a-z]{26} to /);
     const secret = readFileSync(out, 'utf8').trim();
@@ -78,16 +89,15 @@ describe('svc login', () => {
     expect(me.body.key.name).toBe('CLI login');
   }, 120_000);
 
-  it('GIVEN `svc login` without --email WHEN a signed-in member confirms the printed code THEN the key is printed on stdout', async () => {
+  it('GIVEN `svc login` without --email WHEN a signed-in member types the printed code THEN the key is printed on stdout', async () => {
     const started = await app.request('POST', '/v1/auth/email/start', { body: { email: `member-${Date.now()}@example.com` } });
-    const verified = await followSignInLink(started.body.verify_url);
-    const cookie = /svc_session=([^;]+)/.exec(verified.headers.get('set-cookie')!)![1]!;
+    const cookie = cookieOf(await followSignInLink(started.body.verify_url));
 
     const cli = login(['--url', app.baseUrl]);
-    const [, url, code] = await cli.waitFor(/Open (\S+\?user_code=([A-Z]{4}-[A-Z]{4})) and confirm/);
-    expect(url).toBe(`${app.baseUrl}/dashboard/device?user_code=${code}`);
-    expect(cli.stderr).toContain(`Your code: ${code}`);
-    const approved = await app.request('POST', '/v1/auth/cli/approve', { headers: { cookie: `svc_session=${cookie}`, origin: app.baseUrl }, body: { user_code: code } });
+    const [, code] = await cli.waitFor(/Your code: ([A-Z]{4}-[A-Z]{4})/);
+    const [, url] = await cli.waitFor(/Open (\S+) signed in and type this code/);
+    expect(url).toBe(`${app.baseUrl}/dashboard/device`);
+    const approved = await typeCode(cookie, code!);
     expect(approved.status, approved.text).toBe(200);
     expect(await cli.done).toBe(0);
     const secret = cli.stdout.trim();

@@ -220,7 +220,7 @@ describe('server configuration', () => {
       [{ DATABASE_URL: 'mysql://localhost/x' }, 'DATABASE_URL'],
       [{ SVC_MASTER_KEY: 'short' }, 'SVC_MASTER_KEY'],
       [{ PORT: '70000' }, 'PORT'],
-      [{ NODE_ENV: 'production', SVC_MASTER_KEY: '' }, 'SVC_MASTER_KEY'],
+      [{ NODE_ENV: 'production', SVC_MASTER_KEY: '', SVC_PUBLIC_BASE_URL: 'https://checkout.example.com' }, 'SVC_MASTER_KEY'],
     ];
     // These stop before any database is opened, so they can run side by side.
     const runs = await Promise.all(

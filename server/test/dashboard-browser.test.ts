@@ -89,11 +89,16 @@ describe('the merchant dashboard in Chromium', () => {
     await shot(page, '02-overview-empty');
   });
 
-  it('GIVEN `svc login` waiting on a device code WHEN the signed-in merchant approves the code on the device page THEN the command line gets its key', async () => {
-    const dc = await fetch(`${app.baseUrl}/v1/auth/cli/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then((r) => r.json() as Promise<{ device_code: string; user_code: string; verification_url_complete: string }>);
-    expect(dc.verification_url_complete).toBe(`${app.baseUrl}/dashboard/device?user_code=${dc.user_code}`);
-    await page.goto(dc.verification_url_complete);
+  it('GIVEN `svc login` waiting on a device code WHEN the signed-in merchant types the code on the device page THEN the command line gets its key; a code in the address fills in nothing', async () => {
+    const dc = await fetch(`${app.baseUrl}/v1/auth/cli/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then((r) => r.json() as Promise<{ device_code: string; user_code: string; verification_url: string }>);
+    expect(dc.verification_url).toBe(`${app.baseUrl}/dashboard/device`);
+    // A link carrying a code (as a stranger could send one) approves nothing and fills nothing in.
+    await page.goto(`${dc.verification_url}?user_code=${dc.user_code}`);
     await page.getByText(`Signed in as ${email}`).waitFor();
+    const field = page.getByLabel('Code shown by your terminal');
+    expect(await field.inputValue()).toBe('');
+    expect(await page.getByRole('button', { name: 'Approve this device' }).isDisabled()).toBe(true);
+    await field.fill(dc.user_code.toLowerCase());
     await page.getByRole('button', { name: 'Approve this device' }).click();
     await page.getByText('Device approved').waitFor();
     await shot(page, '02b-device-approved');
@@ -102,6 +107,32 @@ describe('the merchant dashboard in Chromium', () => {
     expect(polled.api_key!.secret).toMatch(/^svc_test_/);
     await page.goto('/dashboard/test/');
     await heading(page, 'Overview').waitFor();
+  });
+
+  it('GIVEN `svc login --email` WHEN the person follows the mailed link in a signed-out browser THEN it signs them in and opens the device page, where they type the code', async () => {
+    const post = (path: string, body: unknown) => fetch(`${app.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<any>);
+    const dc = await post('/v1/auth/cli/start', {});
+    const cliEmail = `cli-${Date.now()}@example.com`;
+    const mailed = await post('/v1/auth/email/start', { email: cliEmail, device_code: dc.device_code });
+    const other = await browser.newContext({ baseURL: app.baseUrl, viewport: { width: 390, height: 844 } });
+    try {
+      const p = await other.newPage();
+      await p.goto(mailed.verify_url);
+      await p.getByText('A command-line sign-in (svc login) asked for this link').waitFor();
+      expect(await p.content()).not.toContain(dc.user_code);
+      await p.getByRole('button', { name: 'Sign in' }).click();
+      await p.waitForURL(/\/dashboard\/device$/);
+      await heading(p, 'Sign in a command line').waitFor();
+      expect((await post('/v1/auth/cli/poll', { device_code: dc.device_code })).status).toBe('pending');
+      await p.getByLabel('Code shown by your terminal').fill(dc.user_code);
+      await p.getByRole('button', { name: 'Approve this device' }).click();
+      await p.getByText('Device approved').waitFor();
+      await shot(p, '02c-device-from-mail');
+      // approved for the member who typed it (the CLI's next poll, after its interval, gets the key)
+      expect(await sql(app, 'select d.status, u.email from device_codes d join users u on u.id = d.user_id where d.user_code = ?', [dc.user_code])).toEqual([{ status: 'approved', email: cliEmail }]);
+    } finally {
+      await other.close();
+    }
   });
 
   it('GIVEN a signed-in merchant WHEN they create a merchant, a product and a policy and publish THEN the agent-facing configuration is live, and a bad price is explained next to its field', async () => {

@@ -38,6 +38,7 @@ beforeAll(async () => {
     SVC_DATA_DIR: dataDir,
     SVC_MASTER_KEY: randomBytes(32).toString('hex'),
     SVC_METRICS_TOKEN: TOKEN,
+    SVC_PUBLIC_BASE_URL: base,
     LOG_LEVEL: 'info',
     NODE_OPTIONS: '',
   });

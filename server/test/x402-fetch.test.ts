@@ -107,7 +107,7 @@ describe('discovery and the 402 challenge', () => {
     }
   });
 
-  it('GIVEN the discovery host and the verified merchant domain WHEN the paid resource is fetched at their root THEN the same 402, naming the URL the agent used', async () => {
+  it('GIVEN the discovery host and the verified merchant domain WHEN the paid resource is fetched at their root THEN the same 402, naming that host as configured (the scheme and port of SVC_PUBLIC_BASE_URL)', async () => {
     const world = await DomainProofWorld.start();
     world.install(app);
     await verifyDomainByTxt(app, world, shop.key, shop.merchant.id).finally(() => world.close());
@@ -117,7 +117,7 @@ describe('discovery and the 402 challenge', () => {
     expect(viaDomain.status, viaDomain.text).toBe(402);
     for (const [res, host] of [[viaSlug, `${shop.merchant.slug}.svc.localhost`], [viaDomain, shop.merchant.domain]] as const) {
       const pr = JSON.parse(Buffer.from(String(res.headers['payment-required']), 'base64').toString('utf8')) as PaymentRequired;
-      expect(pr.resource.url).toBe(`http://${host}/x402/coffee`);
+      expect(pr.resource.url).toBe(`http://${host}:${new URL(app.baseUrl).port}/x402/coffee`);
       expect(pr.accepts[0]).toMatchObject({ amount: '250000', payTo: TEST_PAY_TO, network: 'eip155:84532' });
     }
   });

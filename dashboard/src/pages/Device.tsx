@@ -1,48 +1,75 @@
 import { useState } from 'react';
-import { useSearchParams } from 'react-router';
-import { Alert, Anchor, Button, Center, Code, Paper, Stack, Text, TextInput, Title } from '@mantine/core';
+import { Alert, Anchor, Button, Center, Paper, Stack, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { apiClient, errorText, ok } from '../api';
+import { rememberNext } from './Login';
 
 /**
- * Confirms a device-code sign-in started by `svc login` (RFC 8628). Signed in: one click.
- * Signed out: the mailed link signs the person in and approves the code in one step.
+ * Approves a device-code sign-in started by `svc login` (RFC 8628). The signed-in person
+ * types the code their own terminal shows: the page never takes a code from its address or
+ * from a mail, since a code it did not get from the person's terminal may be a stranger's
+ * (docs/decisions.md, "Device code"). Signed out, it mails a plain sign-in link that brings
+ * the person back here.
  */
 export function DevicePage() {
-  const [params] = useSearchParams();
-  const approvedCode = params.get('approved');
-  const [code, setCode] = useState(params.get('user_code') ?? '');
+  const [code, setCode] = useState('');
   const [email, setEmail] = useState('');
   const api = apiClient('test');
   const me = useQuery({ queryKey: ['me'], queryFn: () => ok(api.me.get()), retry: false });
   const approve = useMutation({ mutationFn: () => ok(api.auth.cliApprove({ body: { user_code: code } })) });
-  const mail = useMutation({ mutationFn: () => ok(api.auth.emailStart({ body: { email, user_code: code } })) });
+  const mail = useMutation({
+    mutationFn: () => {
+      rememberNext('/device');
+      return ok(api.auth.emailStart({ body: { email } }));
+    },
+  });
 
   let content;
-  if (approvedCode || approve.isSuccess)
+  if (approve.isSuccess)
     content = (
       <Alert color="green" title="Device approved" role="status">
-        The command line that showed <Code>{approvedCode ?? code}</Code> is signed in. Go back to your terminal.
+        The command line that showed {code.trim().toUpperCase()} is signed in to {me.data?.project.name ?? 'your project'}. Go back to your terminal.
       </Alert>
     );
   else if (me.isLoading) content = <Text>Loading…</Text>;
   else if (me.data)
     content = (
-      <Stack>
-        <Text>
-          Signed in as <strong>{me.data.user?.email}</strong>. Confirm only a code that your own terminal shows.
-        </Text>
-        <TextInput label="Code shown by the command line" value={code} onChange={(e) => setCode(e.currentTarget.value)} error={approve.isError ? errorText(approve.error) : undefined} />
-        <Button onClick={() => approve.mutate()} loading={approve.isPending} disabled={code.trim().length < 8}>
-          Approve this device
-        </Button>
-      </Stack>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          approve.mutate();
+        }}
+      >
+        <Stack>
+          <Text>
+            Signed in as <strong>{me.data.user?.email}</strong>. Type the code that your own terminal shows: the command line gets a test API key of{' '}
+            <strong>{me.data.project.name}</strong>.
+          </Text>
+          <Alert color="yellow" title="Only a code from your own terminal">
+            Never type a code that someone sent you, by mail or otherwise: it would sign their command line in to your account.
+          </Alert>
+          <TextInput
+            label="Code shown by your terminal"
+            placeholder="XXXX-XXXX"
+            autoComplete="off"
+            autoCapitalize="characters"
+            spellCheck={false}
+            required
+            value={code}
+            onChange={(e) => setCode(e.currentTarget.value)}
+            error={approve.isError ? errorText(approve.error) : undefined}
+          />
+          <Button type="submit" loading={approve.isPending} disabled={code.replace(/[^A-Za-z]/g, '').length < 8}>
+            Approve this device
+          </Button>
+        </Stack>
+      </form>
     );
   else if (mail.isSuccess)
     content = (
       <Stack>
         <Alert color="green" title="Check your email" role="status">
-          Following the link signs you in and approves <Code>{code}</Code>.
+          Follow the link to sign in; you come back to this page and type the code there.
         </Alert>
         {mail.data.verify_url && (
           <Anchor href={mail.data.verify_url} data-testid="dev-signin-link">
@@ -60,10 +87,10 @@ export function DevicePage() {
         }}
       >
         <Stack>
-          <TextInput label="Code shown by the command line" required value={code} onChange={(e) => setCode(e.currentTarget.value)} />
+          <Text>Sign in first; then type the code your terminal shows.</Text>
           <TextInput label="Email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.currentTarget.value)} error={mail.isError ? errorText(mail.error) : undefined} />
           <Button type="submit" loading={mail.isPending}>
-            Email me a link that approves it
+            Email me a sign-in link
           </Button>
         </Stack>
       </form>

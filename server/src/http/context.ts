@@ -78,9 +78,22 @@ export function authed(req: { ctx?: Ctx }): Ctx & { auth: AuthContext } {
 
 export type { Orm };
 
-/** Where hosted links (review_url) point: SVC_PUBLIC_BASE_URL, else the origin the request came to. */
-export function publicBaseUrl(req: { ctx?: Ctx; protocol: string; get(name: string): string | undefined }): string {
-  return ctxOf(req).services.config.SVC_PUBLIC_BASE_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
+/**
+ * The origin every absolute URL the service hands out starts with (sign-in links, the device
+ * page, review_url): SVC_PUBLIC_BASE_URL, or outside production `http://localhost:<PORT>`
+ * (config.ts). Never the request's Host header, which the caller chooses.
+ */
+export function publicBaseUrl(req: { ctx?: Ctx }): string {
+  return ctxOf(req).services.config.SVC_PUBLIC_BASE_URL;
+}
+
+/**
+ * The origin of the agent routes as the agent reached them: the configured origin of the
+ * discovery host or of the merchant's own domain when agent-host routing chose one, else the
+ * public base URL (the `/m/<ref>` form). Used for x402 `resource.url`.
+ */
+export function agentOriginOf(req: { ctx?: Ctx; agentOrigin?: string }): string {
+  return req.agentOrigin ?? publicBaseUrl(req);
 }
 
 /** The path prefix the agent used for this merchant (`/m/<ref>`, or '' on a discovery or merchant host). */

@@ -31,12 +31,12 @@ export function clearSessionCookie(res: Response, config: Pick<Config, 'NODE_ENV
 
 /**
  * CSRF defence for cookie-authenticated writes (on top of SameSite=Lax): the browser's Origin
- * must be this service's own (SVC_PUBLIC_BASE_URL, else the Host the request came to); without
- * an Origin header, Sec-Fetch-Site must say same-origin. API keys are never subject to it.
+ * must be this service's own, SVC_PUBLIC_BASE_URL (already an origin, config.ts), never one
+ * derived from the Host header; without an Origin header, Sec-Fetch-Site must say
+ * same-origin. API keys are never subject to it.
  */
 export function isSameOrigin(req: Request, config: Pick<Config, 'SVC_PUBLIC_BASE_URL'>): boolean {
-  const own = config.SVC_PUBLIC_BASE_URL ? new URL(config.SVC_PUBLIC_BASE_URL).origin : `${req.protocol}://${req.get('host')}`;
   const origin = req.headers.origin;
-  if (origin !== undefined) return origin === own;
+  if (origin !== undefined) return origin === config.SVC_PUBLIC_BASE_URL;
   return req.headers['sec-fetch-site'] === 'same-origin';
 }

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,10 +39,10 @@ export class TestApp {
   services!: Services;
   server!: Server;
   baseUrl!: string;
+  config!: Config;
   private constructor(
     /** The database this app runs on; pass it to `TestApp.start(env, { target })` to share it. */
     readonly target: DbTarget,
-    readonly config: Config,
     private readonly cleanup: () => Promise<void>,
     /** A logger to capture the app's logs (tests that read them); the config's level otherwise. */
     private readonly log?: Logger,
@@ -70,34 +70,51 @@ export class TestApp {
     } else {
       target = { kind: 'pglite', dataDir: null };
     }
-    const config = loadConfig({
+    const app = new TestApp(target, cleanup, opts.log);
+    // The port is known before the configuration is read, so SVC_PUBLIC_BASE_URL (every link the
+    // service hands out) names the address the tests reach, as an operator's setting would.
+    const port = await app.listen(0);
+    app.config = loadConfig({
       NODE_ENV: 'test',
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       SVC_MASTER_KEY: randomBytes(32).toString('hex'),
       SVC_DATA_DIR: join(tmpdir(), `svc-test-${ulid()}`),
+      SVC_PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       // recovery on the request thread: a worker thread under tsx costs ~1.5 s of CPU per test
       // file; the pool has its own tests (unit/signer-recovery, production) and spawned servers use it
       SVC_SIGNER_THREADS: '0',
       ...env,
     });
-    const app = new TestApp(target, config, cleanup, opts.log);
     await app.boot();
     return app;
+  }
+
+  /** Listens on `port` (0: any free one) before the app exists; requests wait in the socket until boot() attaches it. */
+  private async listen(port: number): Promise<number> {
+    this.server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const bound = (this.server.address() as AddressInfo).port;
+    this.baseUrl = `http://127.0.0.1:${bound}`;
+    return bound;
   }
 
   private async boot() {
     this.services = await createServices(this.config, { target: this.target, ...(this.log ? { log: this.log } : {}) });
     const app = buildApp(this.services, { responseValidation: true });
-    await new Promise<void>((resolve) => {
-      this.server = app.listen(0, '127.0.0.1', () => resolve());
-    });
+    this.server.on('request', app);
     installTransportErrorHandlers(this.server);
-    this.baseUrl = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
-  /** Stops the HTTP server and closes the database, then boots again on the same data. */
+  /** Stops the HTTP server and closes the database, then boots again on the same data (and the same port, which the configuration names). */
   async restart() {
     await this.shutdown();
+    await this.listen(Number(new URL(this.baseUrl).port));
     await this.boot();
   }
 

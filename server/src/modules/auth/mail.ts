@@ -2,7 +2,8 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../lib/logger.js';
 
-export type SignInMail = { to: string; link: string; expiresInMinutes: number; deviceUserCode?: string | null };
+/** `forDevice`: a command line asked for the link; the mail says where its code is typed and never names one. */
+export type SignInMail = { to: string; link: string; expiresInMinutes: number; forDevice?: boolean };
 
 /**
  * Sign-in mail. With SVC_SMTP_URL it goes out over SMTP (nodemailer; the link is never
@@ -25,7 +26,9 @@ export class Mailer {
 
   /** Never throws: a mail failure is logged (without the link) and the caller answers as usual. */
   async sendSignIn(mail: SignInMail): Promise<void> {
-    const device = mail.deviceUserCode ? `\nSigning in from it also approves the command line that shows the code ${mail.deviceUserCode}.\n` : '';
+    const device = mail.forDevice
+      ? '\nA command-line sign-in asked for it: after signing in, type the code that your own terminal shows. Never type a code someone sent you.\n'
+      : '';
     const text = `Sign in to svc-checkout:\n\n${mail.link}\n\nThe link works once, for ${mail.expiresInMinutes} minutes.${device}\nIf you did not ask for it, ignore this mail.\n`;
     if (!this.transport) {
       if (this.config.NODE_ENV === 'production') this.log.warn('sign-in mail is not configured (SVC_SMTP_URL unset): no link was sent');

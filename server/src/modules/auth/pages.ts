@@ -14,13 +14,14 @@ export function linkGonePage(): string {
 }
 
 /**
- * What a sign-in link opens (GET, nothing spent): the email, the command-line code it also
- * approves, and one button that POSTs the token back. A scanner that fetches the link gets
- * this page and uses nothing up.
+ * What a sign-in link opens (GET, nothing spent): the email and one button that POSTs the
+ * token back. A scanner that fetches the link gets this page and uses nothing up. A link a
+ * command line asked for says it leads to the device page, where the person types the code
+ * their own terminal shows; it never names a code (a stranger may have asked for the link).
  */
-export function confirmSignInPage(input: { email: string; token: string; deviceUserCode: string | null }): string {
-  const device = input.deviceUserCode
-    ? `<p>This also approves the command-line sign-in showing the code <code>${escape(input.deviceUserCode)}</code>. If no terminal of yours shows it, do not continue.</p>`
+export function confirmSignInPage(input: { email: string; token: string; forDevice: boolean }): string {
+  const device = input.forDevice
+    ? '<p>A command-line sign-in (svc login) asked for this link. Signing in approves nothing by itself: on the next page, type the code that your own terminal shows. Never type a code that someone sent you.</p>'
     : '';
   return page(
     'Sign in to svc-checkout',

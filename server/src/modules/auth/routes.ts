@@ -39,9 +39,9 @@ export const authRoutes = s.router(contract.auth, {
     await approveDevice(authed(req), body.user_code);
     return { status: 200, body: { ok: true } };
   },
-  // the device page is the dashboard's; this older address leads there
-  device: async ({ res, query }) => {
-    res.setHeader('Location', `/dashboard/device${query.user_code ? `?user_code=${encodeURIComponent(query.user_code)}` : ''}`);
+  // the device page is the dashboard's; this older address leads there, without any code it carried (the person types it)
+  device: async ({ res }) => {
+    res.setHeader('Location', '/dashboard/device');
     return { status: 303, body: undefined };
   },
 });

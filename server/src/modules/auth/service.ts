@@ -42,15 +42,19 @@ const linkUsable = (link: { usedAt?: Date | null; expiresAt: Date }, now: Date) 
 /** A device code still waiting for its approval. */
 const devicePending = (dc: { status: string; expiresAt: Date }, now: Date) => dc.status === 'pending' && dc.expiresAt > now;
 
-async function pendingDevice(em: Em, where: { deviceCodeHash: string } | { userCode: string }, now: Date) {
-  const dc = await em.findOne(DeviceCode, { ...where, status: 'pending' });
+async function pendingDevice(em: Em, deviceCodeHash: string, now: Date) {
+  const dc = await em.findOne(DeviceCode, { deviceCodeHash, status: 'pending' });
   if (!dc || !devicePending(dc, now)) throw new ApiError('DEVICE_CODE_EXPIRED');
   return dc;
 }
 
 /**
  * POST /v1/auth/email/start: the same answer for every well-formed email (no enumeration);
- * the link is mailed after the token row commits, never inside the transaction.
+ * the link is mailed after the token row commits, never inside the transaction. A
+ * `device_code` (the CLI's own) only makes the link land on the device page: the link
+ * approves nothing, and neither the mail nor the link's page names the device's user code,
+ * so a stranger who asks for a link to someone else's inbox gains nothing (RFC 8628 5.4;
+ * docs/decisions.md, "Device code").
  */
 export async function startEmailSignIn(ctx: Ctx, body: EmailStartBody, ip: string, baseUrl: string) {
   const now = ctx.services.now();
@@ -62,13 +66,7 @@ export async function startEmailSignIn(ctx: Ctx, body: EmailStartBody, ip: strin
     human: human(`${STARTS_PER_EMAIL} per email`),
   });
 
-  let device: { id: string; userCode: string } | null = null;
-  if (body.device_code !== undefined) device = await pendingDevice(ctx.em, { deviceCodeHash: sha256(body.device_code) }, now);
-  else if (body.user_code !== undefined) {
-    const code = normalizeUserCode(body.user_code);
-    if (!code) throw new ApiError('DEVICE_CODE_EXPIRED');
-    device = await pendingDevice(ctx.em, { userCode: code }, now);
-  }
+  const device = body.device_code !== undefined ? await pendingDevice(ctx.em, sha256(body.device_code), now) : null;
 
   const token = randomToken(32);
   ctx.em.create(SignInToken, {
@@ -82,7 +80,7 @@ export async function startEmailSignIn(ctx: Ctx, body: EmailStartBody, ip: strin
   });
   await ctx.em.flush();
   const link = `${baseUrl}/v1/auth/verify?token=${encodeURIComponent(token)}`;
-  await ctx.services.mailer.sendSignIn({ to: email, link, expiresInMinutes: LINK_TTL_SECONDS / 60, deviceUserCode: device?.userCode ?? null });
+  await ctx.services.mailer.sendSignIn({ to: email, link, expiresInMinutes: LINK_TTL_SECONDS / 60, forDevice: device !== null });
   return {
     ok: true as const,
     expires_in: LINK_TTL_SECONDS as 900,
@@ -109,17 +107,17 @@ export async function openSignInLink(ctx: Ctx, token: string | undefined): Promi
   const now = ctx.services.now();
   const link = await ctx.em.findOne(SignInToken, { tokenHash: sha256(token) });
   if (!link || !linkUsable(link, now)) return { status: 410, html: linkGonePage() };
-  const device = link.deviceCodeId ? await ctx.em.findOne(DeviceCode, { id: link.deviceCodeId }) : null;
-  return { status: 200, html: confirmSignInPage({ email: link.email, token, deviceUserCode: device && devicePending(device, now) ? device.userCode : null }) };
+  return { status: 200, html: confirmSignInPage({ email: link.email, token, forDevice: link.deviceCodeId !== null }) };
 }
 
-/** Signed in: the session token and where the browser goes next (the dashboard, or its device page when the link approved a CLI). */
+/** Signed in: the session token and where the browser goes next (the dashboard, or its device page when a CLI asked for the link). */
 export type VerifyOutcome = { status: 303; location: string; sessionToken: string; maxAgeSeconds: number } | { status: 410; html: string };
 
 /**
  * POST /v1/auth/verify (the button of the link's page): spends the link (single use, by row lock), creates the account on the
- * first sign-in (user, organization, project, membership), approves an attached device code
- * and opens a session. Only the session token's SHA-256 is stored.
+ * first sign-in (user, organization, project, membership) and opens a session. Only the
+ * session token's SHA-256 is stored. It approves no device code: a link asked for by a CLI
+ * lands on the device page, where the person types the code their terminal shows.
  */
 export async function verifySignIn(ctx: Ctx, token: string | undefined): Promise<VerifyOutcome> {
   if (!token) return { status: 410, html: linkGonePage() };
@@ -137,16 +135,6 @@ export async function verifySignIn(ctx: Ctx, token: string | undefined): Promise
       tx.create(Membership, { userId: user.id, organizationId: org.id, role: 'owner', createdAt: now });
       await tx.flush();
     }
-    let approvedCode: string | null = null;
-    if (link.deviceCodeId) {
-      const dc = await tx.findOne(DeviceCode, { id: link.deviceCodeId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      if (dc && devicePending(dc, now)) {
-        dc.status = 'approved';
-        dc.userId = user.id;
-        dc.projectId = (await homeProjectOf(tx, user.id)).id;
-        approvedCode = dc.userCode;
-      }
-    }
     const sessionToken = randomToken(32);
     tx.create(UserSession, {
       id: newId('uss'),
@@ -157,7 +145,7 @@ export async function verifySignIn(ctx: Ctx, token: string | undefined): Promise
       revokedAt: null,
     });
     await tx.flush();
-    const location = approvedCode ? `/dashboard/device?approved=${encodeURIComponent(approvedCode)}` : '/dashboard/';
+    const location = link.deviceCodeId ? '/dashboard/device' : '/dashboard/';
     return { status: 303, location, sessionToken, maxAgeSeconds: ttl };
   });
 }
@@ -220,12 +208,11 @@ export async function startDeviceSignIn(ctx: Ctx, ip: string, baseUrl: string) {
       createdAt: now,
     });
     await ctx.em.flush();
-    const verificationUrl = `${baseUrl}/dashboard/device`;
+    // No verification_url_complete: the page never takes the code from its address (the person types it).
     return {
       device_code: deviceCode,
       user_code: userCode,
-      verification_url: verificationUrl,
-      verification_url_complete: `${verificationUrl}?user_code=${userCode}`,
+      verification_url: `${baseUrl}/dashboard/device`,
       interval: DEVICE_INTERVAL_SECONDS,
       expires_in: DEVICE_TTL_SECONDS,
     };
@@ -266,7 +253,7 @@ export async function pollDeviceSignIn(ctx: Ctx, deviceCode: string): Promise<Cl
   return outcome.result;
 }
 
-/** POST /v1/auth/cli/approve: the signed-in member approves the device showing this code. */
+/** POST /v1/auth/cli/approve: the signed-in member approves the device showing the code they typed on the device page. */
 export async function approveDevice(ctx: Ctx & { auth: AuthContext }, rawCode: string): Promise<void> {
   const code = normalizeUserCode(rawCode);
   if (!code || !ctx.auth.userId) throw new ApiError('DEVICE_CODE_EXPIRED');

@@ -1,15 +1,22 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import type { Request, Response } from 'express';
-import { agentPrefixOf, ctxOf, publicBaseUrl } from '../../http/context.js';
+import { agentOriginOf, agentPrefixOf, ctxOf, publicBaseUrl } from '../../http/context.js';
 import { buyItem, type X402Reply } from './service.js';
 import { paymentHeaderOf } from './wire.js';
 
 const s = initServer();
 
-/** The payment header (if any) and the absolute URL the client asked for (x402 `resource.url`, with the host it used). */
+/**
+ * The payment header (if any) and the absolute URL of the resource (x402 `resource.url`): the
+ * configured origin of the host the agent used (agentOriginOf) with the path and query it
+ * asked for. Only the path and query come from the request target (an absolute-form target's
+ * own authority is dropped); the Host header never reaches the URL.
+ */
 export function paymentTransportOf(req: Request) {
-  return { header: paymentHeaderOf((name) => req.get(name)), resourceUrl: `${req.protocol}://${req.get('host')}${req.originalUrl}` };
+  const origin = agentOriginOf(req);
+  const target = new URL(req.originalUrl, origin);
+  return { header: paymentHeaderOf((name) => req.get(name)), resourceUrl: `${origin}${target.pathname}${target.search}` };
 }
 
 /** Sets the reply's x402 headers; a 402 or a paid answer is never cached by anyone. */
