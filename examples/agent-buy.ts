@@ -4,7 +4,7 @@
  *
  *   SVC_MERCHANT_URL=http://localhost:3000/m/mrch_... npx tsx examples/agent-buy.ts
  *
- * Env: SVC_MERCHANT_URL (a merchant domain, a discovery host or a /m/<id>/ base; required),
+ * Env: SVC_MERCHANT_URL (a merchant's verified domain, a discovery host or a /m/<id>/ base; required),
  * SVC_AGENT_PRIVATE_KEY (0x...; default: a fresh key), SVC_AGENT_ID (a stable UUID; default:
  * a fresh one), SVC_SKU (default: the first available item), SVC_QTY (default 1).
  * The last line printed is a JSON summary for scripts.

@@ -654,7 +654,7 @@ export interface paths {
         put?: never;
         /**
          * Create a merchant
-         * @description Creates a merchant in the key's mode and mints its Ed25519 receipt key. The first merchant of a project in a mode becomes its default.
+         * @description Creates a merchant in the key's mode and mints its Ed25519 receipt key. The first merchant of a project in a mode becomes its default. A slug belongs to one project: 409 MERCHANT_SLUG_TAKEN when this mode already has a merchant with it or another project uses it (in either mode). The domain starts unverified (see POST /v1/merchants/{id}/domain/verify).
          *
          *     Auth: API key (Bearer) with scope `merchants:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
@@ -684,11 +684,33 @@ export interface paths {
         head?: never;
         /**
          * Update a merchant
-         * @description Only present fields change. slug, livemode and the receipt key cannot be changed.
+         * @description Only present fields change. slug, livemode and the receipt key cannot be changed. A new `domain` is unverified until verified again.
          *
          *     Auth: API key (Bearer) with scope `merchants:write`, or a signed-in member's session cookie.
          */
         patch: operations["updateMerchant"];
+        trace?: never;
+    };
+    "/v1/merchants/{id}/domain/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify the merchant's domain
+         * @description Looks for this merchant's proof (`domain_verification`): the DNS TXT record, else the https file (fetched through the outbound URL guard, 5 s, no redirects). Found: `domain_status` becomes `verified` and agents reach the merchant at its domain. 422 DOMAIN_VERIFICATION_FAILED when neither proof is found; 409 MERCHANT_DOMAIN_TAKEN when another project verified that domain first. Already verified: answers the merchant as it is.
+         *
+         *     Auth: API key (Bearer) with scope `merchants:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
+         */
+        post: operations["verifyMerchantDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/merchants/{id}/jwks": {
@@ -1271,7 +1293,7 @@ export interface components {
             /** @description One line for humans; never parse it. */
             error_human: string;
             /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_SLUG_TAKEN" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
+            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
         };
         Jwks: {
             keys: components["schemas"]["PublicJwk"][];
@@ -1291,6 +1313,8 @@ export interface components {
             };
             merchant: {
                 domain: string;
+                /** @description True once the merchant proved control of `domain` (only then is it served there); false: the domain is the merchant's claim only. */
+                domain_verified: boolean;
                 id: string;
                 name: string;
             };
@@ -1330,6 +1354,32 @@ export interface components {
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
             domain: string;
+            /**
+             * @description verified: the owner proved control of `domain` (POST /v1/merchants/{id}/domain/verify) and agents reach the merchant at it; unverified: it is not served.
+             * @enum {string}
+             */
+            domain_status: "unverified" | "verified";
+            /** @description Publish either proof, then POST /v1/merchants/{id}/domain/verify. */
+            domain_verification: {
+                /** @description A DNS TXT record to publish. */
+                dns_txt: {
+                    /** @description `_svc-checkout.<domain>` */
+                    name: string;
+                    /** @description `svc-verify=<token>` */
+                    value: string;
+                };
+                /** @description Or a file to serve over https (answered 200 without a redirect). */
+                https_file: {
+                    /** @description A line of the file: `svc-verify=<token>`. */
+                    content: string;
+                    /** @description `https://<domain>/.well-known/svc-checkout-verification.txt` */
+                    url: string;
+                };
+                /** @description This merchant's verification token (not a secret: it is published in DNS or on the site). */
+                token: string;
+                /** @description When control of the current domain was proven; null while unverified. */
+                verified_at: string | null;
+            };
             /** @description Id with prefix mrch_ */
             id: string;
             /** @description The first merchant of a project in a mode is its default. */
@@ -1356,6 +1406,7 @@ export interface components {
                     chain: "base" | "base-sepolia";
                 };
             };
+            /** @description Belongs to the project: its test and live merchants may share it, no other project may use it. */
             slug: string;
             trusted_svc_jwks_url: string | null;
             /** @description ISO 8601 UTC timestamp */
@@ -5248,6 +5299,19 @@ export interface operations {
                      *         {
                      *           "created_at": "2026-11-21T10:00:00.000Z",
                      *           "domain": "shop.acme.example",
+                     *           "domain_status": "unverified",
+                     *           "domain_verification": {
+                     *             "dns_txt": {
+                     *               "name": "_svc-checkout.shop.acme.example",
+                     *               "value": "svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e"
+                     *             },
+                     *             "https_file": {
+                     *               "content": "svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e",
+                     *               "url": "https://shop.acme.example/.well-known/svc-checkout-verification.txt"
+                     *             },
+                     *             "token": "3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e",
+                     *             "verified_at": null
+                     *           },
                      *           "id": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a",
                      *           "is_default": true,
                      *           "livemode": false,
@@ -5419,6 +5483,19 @@ export interface operations {
                      * @example {
                      *       "created_at": "2026-11-21T10:00:00.000Z",
                      *       "domain": "shop.acme.example",
+                     *       "domain_status": "unverified",
+                     *       "domain_verification": {
+                     *         "dns_txt": {
+                     *           "name": "_svc-checkout.shop.acme.example",
+                     *           "value": "svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e"
+                     *         },
+                     *         "https_file": {
+                     *           "content": "svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e",
+                     *           "url": "https://shop.acme.example/.well-known/svc-checkout-verification.txt"
+                     *         },
+                     *         "token": "3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e",
+                     *         "verified_at": null
+                     *       },
                      *       "id": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a",
                      *       "is_default": true,
                      *       "livemode": false,
@@ -5498,7 +5575,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "error_human": "That slug is already used by another merchant in this mode.",
+                     *       "error_human": "The slug acme-coffee belongs to another project.",
                      *       "reason_codes": [
                      *         "MERCHANT_SLUG_TAKEN"
                      *       ]
@@ -5715,6 +5792,189 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    verifyMerchantDomain: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T10:00:00.000Z",
+                     *       "domain": "shop.acme.example",
+                     *       "domain_status": "verified",
+                     *       "domain_verification": {
+                     *         "dns_txt": {
+                     *           "name": "_svc-checkout.shop.acme.example",
+                     *           "value": "svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e"
+                     *         },
+                     *         "https_file": {
+                     *           "content": "svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e",
+                     *           "url": "https://shop.acme.example/.well-known/svc-checkout-verification.txt"
+                     *         },
+                     *         "token": "3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e",
+                     *         "verified_at": "2026-11-21T10:05:00.000Z"
+                     *       },
+                     *       "id": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a",
+                     *       "is_default": true,
+                     *       "livemode": false,
+                     *       "name": "Acme Coffee",
+                     *       "rails": [
+                     *         "x402",
+                     *         "mock"
+                     *       ],
+                     *       "receipt_kid": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a-receipts-v1",
+                     *       "receipt_pub_jwk": {
+                     *         "alg": "EdDSA",
+                     *         "crv": "Ed25519",
+                     *         "kid": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a-receipts-v1",
+                     *         "kty": "OKP",
+                     *         "use": "sig",
+                     *         "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
+                     *       },
+                     *       "receiving": {
+                     *         "mock": {
+                     *           "account": "acct_demo"
+                     *         },
+                     *         "x402": {
+                     *           "address": "0x1111111111111111111111111111111111111111",
+                     *           "asset": "USDC",
+                     *           "chain": "base-sepolia"
+                     *         }
+                     *       },
+                     *       "slug": "acme-coffee",
+                     *       "trusted_svc_jwks_url": null,
+                     *       "updated_at": "2026-11-21T10:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Merchant"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_human": "shop.acme.example was verified by another project first.",
+                     *       "reason_codes": [
+                     *         "MERCHANT_DOMAIN_TAKEN"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_human": "No proof of control of shop.acme.example was found: no TXT record \"svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e\" at _svc-checkout.shop.acme.example, and https://shop.acme.example/.well-known/svc-checkout-verification.txt did not answer 200 with the line \"svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e\".",
+                     *       "reason_codes": [
+                     *         "DOMAIN_VERIFICATION_FAILED"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };

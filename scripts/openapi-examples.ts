@@ -6,6 +6,13 @@ const MERCHANT = {
   slug: 'acme-coffee',
   name: 'Acme Coffee',
   domain: 'shop.acme.example',
+  domain_status: 'unverified',
+  domain_verification: {
+    token: '3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e',
+    dns_txt: { name: '_svc-checkout.shop.acme.example', value: 'svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e' },
+    https_file: { url: 'https://shop.acme.example/.well-known/svc-checkout-verification.txt', content: 'svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e' },
+    verified_at: null,
+  },
   receiving: { x402: { chain: 'base-sepolia', address: '0x1111111111111111111111111111111111111111', asset: 'USDC' }, mock: { account: 'acct_demo' } },
   rails: ['x402', 'mock'],
   receipt_kid: 'mrch_01jz0c8q4m6w3v9r2t5y7x1k0a-receipts-v1',
@@ -37,7 +44,23 @@ export const OPENAPI_EXAMPLES: Record<string, Example> = {
       domain: 'shop.acme.example',
       receiving: { x402: { chain: 'base-sepolia', address: '0x1111111111111111111111111111111111111111' }, mock: { account: 'acct_demo' } },
     },
-    responses: { '201': MERCHANT, '409': { reason_codes: ['MERCHANT_SLUG_TAKEN'], error_human: 'That slug is already used by another merchant in this mode.' } },
+    responses: { '201': MERCHANT, '409': { reason_codes: ['MERCHANT_SLUG_TAKEN'], error_human: 'The slug acme-coffee belongs to another project.' } },
+  },
+  verifyMerchantDomain: {
+    responses: {
+      '200': {
+        ...MERCHANT,
+        domain_status: 'verified',
+        domain_verification: { ...MERCHANT.domain_verification, verified_at: '2026-11-21T10:05:00.000Z' },
+        updated_at: '2026-11-21T10:05:00.000Z',
+      },
+      '409': { reason_codes: ['MERCHANT_DOMAIN_TAKEN'], error_human: 'shop.acme.example was verified by another project first.' },
+      '422': {
+        reason_codes: ['DOMAIN_VERIFICATION_FAILED'],
+        error_human:
+          'No proof of control of shop.acme.example was found: no TXT record "svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e" at _svc-checkout.shop.acme.example, and https://shop.acme.example/.well-known/svc-checkout-verification.txt did not answer 200 with the line "svc-verify=3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e".',
+      },
+    },
   },
   listMerchants: { responses: { '200': { data: [MERCHANT], has_more: false, next_cursor: null } } },
   createCatalogItem: {

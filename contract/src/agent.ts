@@ -20,7 +20,12 @@ export type Decision = z.infer<typeof Decision>;
 
 export const Manifest = z.object({
   protocol: z.literal('svc-checkout/0.1'),
-  merchant: z.object({ id: z.string(), name: z.string(), domain: z.string() }),
+  merchant: z.object({
+    id: z.string(),
+    name: z.string(),
+    domain: z.string(),
+    domain_verified: z.boolean().describe('True once the merchant proved control of `domain` (only then is it served there); false: the domain is the merchant\'s claim only.'),
+  }),
   livemode: z.boolean(),
   catalog_url: z.string().describe('Relative path of the catalog.'),
   checkout_url: z.string().describe('Relative path to POST a checkout session to.'),

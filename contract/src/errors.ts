@@ -34,7 +34,9 @@ export const REASON_CODES = {
   REQUEST_TIMEOUT: { status: 408, human: 'The request was not received in time.' },
 
   // 7.3 domain: configuration
-  MERCHANT_SLUG_TAKEN: { status: 409, human: 'That slug is already used by another merchant in this mode.' },
+  MERCHANT_SLUG_TAKEN: { status: 409, human: 'That slug is already used by another merchant in this mode, or belongs to another project.' },
+  MERCHANT_DOMAIN_TAKEN: { status: 409, human: 'Another project has already verified this domain.' },
+  DOMAIN_VERIFICATION_FAILED: { status: 422, human: 'Neither the DNS TXT record nor the https file proving control of the domain was found.' },
   PRODUCT_SKU_TAKEN: { status: 409, human: 'That SKU already exists for this merchant.' },
   PRICE_AMOUNT_INVALID: { status: 400, human: 'price.amount must be a decimal string with at most 12 integer digits and 8 decimal places.' },
   CONFIG_INVALID: { status: 422, human: 'The configuration cannot be published; see findings.' },

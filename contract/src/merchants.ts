@@ -71,11 +71,39 @@ export const PublicJwk = z.object({
 });
 export const Jwks = z.object({ keys: z.array(PublicJwk) });
 
+export const DomainStatus = z
+  .enum(['unverified', 'verified'])
+  .describe('verified: the owner proved control of `domain` (POST /v1/merchants/{id}/domain/verify) and agents reach the merchant at it; unverified: it is not served.');
+export type DomainStatus = z.infer<typeof DomainStatus>;
+
+/** How the owner proves control of its domain: either proof is enough. */
+export const DomainVerification = z
+  .object({
+    token: z.string().describe('This merchant\'s verification token (not a secret: it is published in DNS or on the site).'),
+    dns_txt: z
+      .object({
+        name: z.string().describe('`_svc-checkout.<domain>`'),
+        value: z.string().describe('`svc-verify=<token>`'),
+      })
+      .describe('A DNS TXT record to publish.'),
+    https_file: z
+      .object({
+        url: z.string().describe('`https://<domain>/.well-known/svc-checkout-verification.txt`'),
+        content: z.string().describe('A line of the file: `svc-verify=<token>`.'),
+      })
+      .describe('Or a file to serve over https (answered 200 without a redirect).'),
+    verified_at: IsoTimestamp.nullable().describe('When control of the current domain was proven; null while unverified.'),
+  })
+  .describe('Publish either proof, then POST /v1/merchants/{id}/domain/verify.');
+export type DomainVerification = z.infer<typeof DomainVerification>;
+
 export const Merchant = z.object({
   id: prefixedId('mrch'),
-  slug: z.string(),
+  slug: z.string().describe('Belongs to the project: its test and live merchants may share it, no other project may use it.'),
   name: z.string(),
   domain: z.string(),
+  domain_status: DomainStatus,
+  domain_verification: DomainVerification,
   receiving: Receiving,
   rails: z.array(RailName),
   receipt_kid: z.string(),
@@ -120,7 +148,8 @@ export const merchantsContract = c.router({
     body: CreateMerchantBody,
     responses: { 201: Merchant, ...keyErrors, 409: ErrorBody },
     summary: 'Create a merchant',
-    description: 'Creates a merchant in the key\'s mode and mints its Ed25519 receipt key. The first merchant of a project in a mode becomes its default.',
+    description:
+      'Creates a merchant in the key\'s mode and mints its Ed25519 receipt key. The first merchant of a project in a mode becomes its default. A slug belongs to one project: 409 MERCHANT_SLUG_TAKEN when this mode already has a merchant with it or another project uses it (in either mode). The domain starts unverified (see POST /v1/merchants/{id}/domain/verify).',
     metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Merchants', operationId: 'createMerchant' }),
   },
   list: {
@@ -146,8 +175,19 @@ export const merchantsContract = c.router({
     body: UpdateMerchantBody,
     responses: { 200: Merchant, ...keyErrors },
     summary: 'Update a merchant',
-    description: 'Only present fields change. slug, livemode and the receipt key cannot be changed.',
+    description: 'Only present fields change. slug, livemode and the receipt key cannot be changed. A new `domain` is unverified until verified again.',
     metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Merchants', operationId: 'updateMerchant' }),
+  },
+  verifyDomain: {
+    method: 'POST',
+    path: '/v1/merchants/:id/domain/verify',
+    pathParams: MerchantIdParams,
+    body: c.noBody(),
+    responses: { 200: Merchant, ...keyErrors, 409: ErrorBody, 422: ErrorBody },
+    summary: 'Verify the merchant\'s domain',
+    description:
+      'Looks for this merchant\'s proof (`domain_verification`): the DNS TXT record, else the https file (fetched through the outbound URL guard, 5 s, no redirects). Found: `domain_status` becomes `verified` and agents reach the merchant at its domain. 422 DOMAIN_VERIFICATION_FAILED when neither proof is found; 409 MERCHANT_DOMAIN_TAKEN when another project verified that domain first. Already verified: answers the merchant as it is.',
+    metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Merchants', operationId: 'verifyMerchantDomain' }),
   },
   jwks: {
     method: 'GET',

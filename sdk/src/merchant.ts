@@ -80,6 +80,15 @@ export class MerchantsResource {
   async update(id: string, body: RouteBody<C['merchants']['update']>, options?: RequestOptions): Promise<SuccessBody<C['merchants']['update']>> {
     return unwrap(await this.raw.merchants.update({ params: { id: pathParam('id', id) }, body, svc: options }));
   }
+  /**
+   * POST /v1/merchants/{id}/domain/verify: after publishing the proof in `domain_verification`
+   * (a DNS TXT record or an https file), marks the domain verified so agents reach the merchant
+   * at it. Throws DOMAIN_VERIFICATION_FAILED (422) when no proof is found, MERCHANT_DOMAIN_TAKEN
+   * (409) when another project verified the domain first.
+   */
+  async verifyDomain(id: string, options?: RequestOptions): Promise<SuccessBody<C['merchants']['verifyDomain']>> {
+    return unwrap(await this.raw.merchants.verifyDomain({ params: { id: pathParam('id', id) }, svc: options }));
+  }
   /** The merchant's public receipt key set (public route). */
   async jwks(id: string, options?: RequestOptions): Promise<SuccessBody<C['merchants']['jwks']>> {
     return unwrap(await this.raw.merchants.jwks({ params: { id: pathParam('id', id) }, svc: options }));

@@ -19,6 +19,7 @@ import {
 } from '../src/index.js';
 import { TestApp, type TestKey } from '../../server/test/helpers/harness.js';
 import { hostRoutingFetch, merchantClient, setupShop, caught } from './helpers.js';
+import { DomainProofWorld } from '../../server/test/helpers/domain-proof.js';
 
 let app: TestApp;
 let key: TestKey;
@@ -129,8 +130,18 @@ describe('agent buy flow (x402, test mode)', () => {
 });
 
 describe('discovery forms', () => {
-  it('GIVEN the merchant domain pointed at the service WHEN discovering by host THEN the manifest prefix is the root and checkout next calls keep it', async () => {
+  it('GIVEN the merchant domain pointed at the service and verified WHEN discovering by host THEN the manifest prefix is the root and checkout next calls keep it', async () => {
     const merchant = await setupShop(svc);
+    const world = await DomainProofWorld.start();
+    try {
+      world.install(app);
+      const refused = await caught(svc.merchants.verifyDomain(merchant.id));
+      expect(refused).toMatchObject({ status: 422, reasonCodes: ['DOMAIN_VERIFICATION_FAILED'] });
+      world.publishTxt(merchant.domain, merchant.domain_verification.dns_txt.value);
+      expect((await svc.merchants.verifyDomain(merchant.id)).domain_status).toBe('verified');
+    } finally {
+      await world.close();
+    }
     const port = new URL(app.baseUrl).port;
     const agent = newAgent({ fetch: hostRoutingFetch(app.baseUrl) });
     const shop = await agent.discover(`http://${merchant.domain}:${port}`);

@@ -12,6 +12,7 @@ import { createFacilitators, type ProcessSlot } from './rails/index.js';
 import { createMetrics } from './lib/metrics.js';
 import { defaultSignerThreads, SignerRecovery } from './lib/signer-recovery.js';
 import { AgentReadCache } from './modules/agent/cache.js';
+import { defaultDomainProofIo } from './modules/merchants/domain.js';
 
 /** How often the agent cache's listening session is pinged: a silently dead one is noticed within this plus the statement timeout. */
 const AGENT_CACHE_HEARTBEAT_MS = 2_000;
@@ -77,6 +78,7 @@ export async function createServices(
     metrics: createMetrics(orm, log),
     mailer: new Mailer(config, log),
     operator: new OperatorChannel(),
+    domainProof: defaultDomainProofIo(),
     // Reads services.now at each call, so a clock replaced later (tests) is the one used.
     events: new EventOutbox(() => services.now(), webhookFanOut(wake)),
   };

@@ -10,6 +10,7 @@ import type { OperatorChannel } from './modules/operator/channel.js';
 import type { AgentReadCache } from './modules/agent/cache.js';
 import type { IssuerKeySets } from './modules/gate/mandate.js';
 import type { Metrics } from './lib/metrics.js';
+import type { DomainProofIo } from './modules/merchants/domain.js';
 import type { SignerRecovery } from './lib/signer-recovery.js';
 
 /** Per-process caches (each says what invalidates it where it is read). */
@@ -37,4 +38,6 @@ export type Services = {
   mailer: Mailer;
   /** The admin CLI's local channel into this server (opened by main.ts on the embedded database). */
   operator: OperatorChannel;
+  /** Where a merchant's domain proof is looked up (DNS TXT, the https file); tests point them at local servers. */
+  domainProof: DomainProofIo;
 };

@@ -5,6 +5,7 @@ import { hostRequest } from './helpers/agent-protocol.js';
 import { cacheServing, statementsDuring, until } from './helpers/agent-cache.js';
 import { sql } from './helpers/foundation.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
+import { DomainProofWorld, verifyDomainByTxt } from './helpers/domain-proof.js';
 
 /**
  * Two server processes (A writes, B reads) on one PostgreSQL database: B serves the agent
@@ -21,10 +22,14 @@ let key: TestKey;
 let merchant: { id: string; slug: string; domain: string };
 let base: string;
 let q: string;
+let world: DomainProofWorld;
 beforeAll(async () => {
   a = await TestApp.start();
   b = await TestApp.start({ SVC_MASTER_KEY: a.config.SVC_MASTER_KEY! }, { target: a.target });
+  world = await DomainProofWorld.start();
+  world.install(a);
   ({ key, merchant, base } = await publishedMerchant(a));
+  await verifyDomainByTxt(a, world, key, merchant.id);
   q = `?merchant_id=${merchant.id}`;
   await cacheServing(a, () => a.request('GET', `${base}${MANIFEST}`));
   await cacheServing(b, () => b.request('GET', `${base}${MANIFEST}`));
@@ -32,6 +37,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await b?.stop();
   await a?.stop();
+  await world?.close();
 });
 
 const manifestOn = (app: TestApp, headers: Record<string, string> = {}) => app.request('GET', `${base}${MANIFEST}`, { headers });
@@ -140,7 +146,7 @@ describe('a write through process A reaches process B', () => {
     const test = await publishedMerchant(a, { merchant: { slug } });
     expect((await warmOnB(() => b.request('GET', `/m/${slug}${MANIFEST}`))).body.merchant.id).toBe(test.merchant.id);
     const live = await publishedMerchant(a, {
-      key: await a.key('live'),
+      key: await a.key('live', { projectId: test.key.projectId }),
       merchant: { slug, receiving: { x402: { chain: 'base', address: '0x2222222222222222222222222222222222222222' } }, rails: ['x402'] },
     });
     await until('the live merchant behind the slug on B', () => b.request('GET', `/m/${slug}${MANIFEST}`), (r) => r.body.merchant.id === live.merchant.id);

@@ -6,6 +6,7 @@ import { publishedMerchant } from './helpers/agent.js';
 import { etagOf, hostRequest } from './helpers/agent-protocol.js';
 import { cacheServing, statementsDuring } from './helpers/agent-cache.js';
 import { merchantBody, TestApp, type TestKey } from './helpers/harness.js';
+import { DomainProofWorld, verifyDomainByTxt } from './helpers/domain-proof.js';
 
 const MANIFEST = '/.well-known/agentic-checkout.json';
 const DISCOVERY = 'pay.example.test';
@@ -15,13 +16,20 @@ let key: TestKey;
 let merchant: { id: string; slug: string; domain: string };
 let base: string;
 let q: string;
+let world: DomainProofWorld;
 beforeAll(async () => {
   app = await TestApp.start({ SVC_DISCOVERY_DOMAIN: DISCOVERY });
+  world = await DomainProofWorld.start();
+  world.install(app);
   ({ key, merchant, base } = await publishedMerchant(app));
+  await verifyDomainByTxt(app, world, key, merchant.id);
   q = `?merchant_id=${merchant.id}`;
   await cacheServing(app, () => app.request('GET', `${base}${MANIFEST}`));
 });
-afterAll(async () => app?.stop());
+afterAll(async () => {
+  await app?.stop();
+  await world?.close();
+});
 
 const manifest = (headers: Record<string, string> = {}) => app.request('GET', `${base}${MANIFEST}`, { headers });
 const catalog = () => app.request('GET', `${base}/agent/catalog`);
@@ -161,22 +169,26 @@ describe('a write is visible to the next read in the same process', () => {
     expect(statements).toEqual([]);
   });
 
-  it("GIVEN a warm host route WHEN the merchant's domain changes THEN the old domain stops routing to it and the new one routes at once", async () => {
+  it("GIVEN a warm host route WHEN the merchant's domain changes THEN the old domain stops routing to it, and the new one routes at once when verified", async () => {
     const { key: k, merchant: m } = await publishedMerchant(app);
+    await verifyDomainByTxt(app, world, k, m.id);
     expect((await warm(() => hostRequest(app, 'GET', MANIFEST, m.domain))).body.merchant.id).toBe(m.id);
     const domain = `moved-${ulid().toLowerCase().slice(-8)}.example.com`;
     expect((await app.request('PATCH', `/v1/merchants/${m.id}`, { key: k, body: { domain } })).status).toBe(200);
     expect((await hostRequest(app, 'GET', MANIFEST, m.domain)).status).toBe(404);
+    expect((await hostRequest(app, 'GET', MANIFEST, domain)).status).toBe(404);
+    await verifyDomainByTxt(app, world, k, m.id);
     const moved = await hostRequest(app, 'GET', MANIFEST, domain);
-    expect(moved.body.merchant).toEqual({ id: m.id, name: 'Test Shop', domain });
+    expect(moved.body.merchant).toEqual({ id: m.id, name: 'Test Shop', domain, domain_verified: true });
   });
 
   it('GIVEN a slug cached for the test merchant WHEN the live merchant with the same slug publishes THEN the slug names the live one at once', async () => {
     const slug = `cache-${ulid().toLowerCase().slice(-10)}`;
     const test = await publishedMerchant(app, { merchant: { slug } });
     expect((await warm(() => app.request('GET', `/m/${slug}${MANIFEST}`))).body.merchant.id).toBe(test.merchant.id);
+    // The same project's live merchant (a slug belongs to one project).
     const live = await publishedMerchant(app, {
-      key: await app.key('live'),
+      key: await app.key('live', { projectId: test.key.projectId }),
       merchant: { slug, receiving: { x402: { chain: 'base', address: '0x2222222222222222222222222222222222222222' } }, rails: ['x402'] },
     });
     const now = await app.request('GET', `/m/${slug}${MANIFEST}`);

@@ -5,16 +5,23 @@ import { etagOf, hostRequest } from './helpers/agent-protocol.js';
 import { configVersion, expectError, onPostgres } from './helpers/foundation.js';
 import { until } from './helpers/agent-cache.js';
 import { merchantBody, TEST_PAY_TO, TestApp, type TestKey } from './helpers/harness.js';
+import { DomainProofWorld, verifyDomainByTxt } from './helpers/domain-proof.js';
 
 const DISCOVERY = 'pay.example.test';
 const MANIFEST = '/.well-known/agentic-checkout.json';
 const LIVE_PAY_TO = '0x2222222222222222222222222222222222222222';
 
 let app: TestApp;
+let world: DomainProofWorld;
 beforeAll(async () => {
   app = await TestApp.start({ SVC_DISCOVERY_DOMAIN: DISCOVERY });
+  world = await DomainProofWorld.start();
+  world.install(app);
 });
-afterAll(async () => app?.stop());
+afterAll(async () => {
+  await app?.stop();
+  await world?.close();
+});
 
 const newSlug = () => `disc-${ulid().toLowerCase().slice(-12)}`;
 
@@ -32,7 +39,7 @@ describe('manifest by path', () => {
     expect(byId.status, byId.text).toBe(200);
     const expected = (prefix: string) => ({
       protocol: 'svc-checkout/0.1',
-      merchant: { id: merchant.id, name: 'Test Shop', domain: merchant.domain },
+      merchant: { id: merchant.id, name: 'Test Shop', domain: merchant.domain, domain_verified: false },
       livemode: false,
       catalog_url: `${prefix}/agent/catalog`,
       checkout_url: `${prefix}/agent/checkout`,
@@ -99,7 +106,8 @@ describe('manifest by path', () => {
         'NOT_FOUND',
       );
     }
-    // The unpublished merchant's own domain is not routed to it either.
+    // The unpublished merchant's own domain is not routed to it either, even verified.
+    await verifyDomainByTxt(app, world, key, unpublished.body.id);
     expectError(await hostRequest(app, 'GET', MANIFEST, unpublished.body.domain).then(asApi), 404, 'NOT_FOUND');
   });
 });
@@ -110,10 +118,11 @@ function asApi(r: { status: number; body: any; text: string }) {
 }
 
 describe('slug resolution across modes', () => {
-  it('GIVEN one slug in test and live mode WHEN an agent uses the slug THEN it names the live merchant once that is published, else the test one; ids always name their own', async () => {
+  it('GIVEN one project with one slug in test and live mode WHEN an agent uses the slug THEN it names the live merchant once that is published, else the test one; ids always name their own', async () => {
     const slug = newSlug();
     const testSide = await publishedMerchant(app, { merchant: { slug } });
-    const liveKey: TestKey = await app.key('live');
+    // A slug belongs to one project (merchant_slugs): only its own live merchant may share it.
+    const liveKey: TestKey = await app.key('live', { projectId: testSide.key.projectId });
     const live = await app.request('POST', '/v1/merchants', {
       key: liveKey,
       body: merchantBody({ slug, domain: `${slug}.live.example.com`, receiving: { x402: { chain: 'base', address: LIVE_PAY_TO } }, rails: ['x402'] }),
@@ -199,11 +208,12 @@ describe('discovery host and merchant domain', () => {
     expectError(await app.request('GET', MANIFEST), 404, 'NOT_FOUND');
   });
 
-  it("GIVEN a published merchant WHEN its own storefront domain is the Host THEN the agent routes answer for that merchant", async () => {
-    const { merchant } = await publishedMerchant(app);
+  it("GIVEN a published merchant with a verified domain WHEN its own storefront domain is the Host THEN the agent routes answer for that merchant", async () => {
+    const { key, merchant } = await publishedMerchant(app);
+    await verifyDomainByTxt(app, world, key, merchant.id);
     const manifest = await hostRequest(app, 'GET', MANIFEST, merchant.domain);
     expect(manifest.status, manifest.text).toBe(200);
-    expect(manifest.body.merchant).toEqual({ id: merchant.id, name: 'Test Shop', domain: merchant.domain });
+    expect(manifest.body.merchant).toEqual({ id: merchant.id, name: 'Test Shop', domain: merchant.domain, domain_verified: true });
     expect(manifest.body.catalog_url).toBe('/agent/catalog');
     const catalog = await hostRequest(app, 'GET', '/agent/catalog', merchant.domain.toUpperCase());
     expect(catalog.status).toBe(200);

@@ -3,6 +3,7 @@ import { ulid } from 'ulid';
 import { agentId, newBuyer, publishedMerchant } from './helpers/agent.js';
 import { MandateIssuer, openSession, ordersOf, payX402, poll, verifyReceipt } from './helpers/agent-protocol.js';
 import { TestApp } from './helpers/harness.js';
+import { DomainProofWorld, verifyDomainByTxt } from './helpers/domain-proof.js';
 
 let app: TestApp;
 let issuer: MandateIssuer;
@@ -63,10 +64,20 @@ describe('svc mandates', () => {
     expect(feed.body.data.find((o: any) => o.session_id === s.id)).toMatchObject({ mandate_type: 'svc', trust_tier: 'premium' });
   });
 
-  it("GIVEN a mandate naming the merchant's domain WHEN the agent settles THEN it binds as well", async () => {
-    const agent = agentId();
-    const { res } = await buyWith(agent, { type: 'svc', token: await issuer.sign(claimsFor(agent, { authorization: { merchant: shop.merchant.domain } })) });
-    expect(res.status, res.text).toBe(200);
+  it("GIVEN a mandate naming the merchant's domain WHEN the agent settles THEN it binds once the merchant has verified that domain, and not before (anyone can claim a domain)", async () => {
+    const byDomain = async () => {
+      const agent = agentId();
+      return (await buyWith(agent, { type: 'svc', token: await issuer.sign(claimsFor(agent, { authorization: { merchant: shop.merchant.domain } })) })).res;
+    };
+    const unverified = await byDomain();
+    expectRejected(unverified, 'MANDATE_MERCHANT_MISMATCH');
+    expect(unverified.body.error_human).toContain('its domain is not verified');
+
+    const world = await DomainProofWorld.start();
+    world.install(app);
+    await verifyDomainByTxt(app, world, shop.key, shop.merchant.id).finally(() => world.close());
+    const verified = await byDomain();
+    expect(verified.status, verified.text).toBe(200);
   });
 
   it('GIVEN a mandate already spent WHEN it is presented on a second session THEN 403 MANDATE_REPLAY', async () => {

@@ -8,6 +8,8 @@ import { TestApp } from './helpers/harness.js';
 import { Receiver, waitUntil } from './helpers/webhooks.js';
 import { sql } from './helpers/foundation.js';
 import { launchChromium, shot, signInThroughUi } from './helpers/browser.js';
+import { DomainProofWorld } from './helpers/domain-proof.js';
+import { hostRequest } from './helpers/agent-protocol.js';
 
 /**
  * The merchant dashboard in Debian's Chromium, against a real server (the built app under
@@ -20,12 +22,15 @@ let receiver: Receiver;
 let worker: WebhookWorker;
 let ctx: BrowserContext;
 let page: Page;
+let world: DomainProofWorld;
 const email = `owner-${Date.now()}@example.com`;
 const slug = `shop-${Date.now().toString(36)}`;
 const PAY_TO = '0x2222222222222222222222222222222222222222';
 
 beforeAll(async () => {
   app = await TestApp.start();
+  world = await DomainProofWorld.start();
+  world.install(app);
   receiver = await Receiver.start();
   // A failed attempt at a loopback receiver takes the whole attempt budget (lib/ssrf.ts): 3 s here, not 10.
   worker = startWebhookWorker(app.services, { pollIntervalMs: 50, timeoutMs: 3_000 });
@@ -38,6 +43,7 @@ afterAll(async () => {
   await worker?.stop();
   await receiver?.close();
   await app?.stop();
+  await world?.close();
 });
 
 const agent = () => new AgentClient({ account: privateKeyToAccount(generatePrivateKey()), agentId: randomUUID() });
@@ -164,6 +170,33 @@ describe('the merchant dashboard in Chromium', () => {
 
     const catalog = (await fetch(`${app.baseUrl}/m/${slug}/agent/catalog`).then((r) => r.json())) as { items?: unknown[] };
     expect(catalog.items ?? catalog).toEqual(expect.arrayContaining([expect.objectContaining({ sku: 'mug' })]));
+  });
+
+  it("GIVEN the new merchant's domain, unverified WHEN the merchant publishes the TXT record the dashboard shows and presses Verify THEN the domain shows verified and agents reach the shop at it; before that, the refusal is shown", async () => {
+    const domain = `${slug}.example.com`;
+    await go('Merchants');
+    const row = page.getByTestId('merchant-row').filter({ hasText: 'Mug Shop' });
+    await row.getByText('unverified', { exact: true }).waitFor();
+    expect((await hostRequest(app, 'GET', '/.well-known/agentic-checkout.json', domain)).status).toBe(404);
+
+    await row.getByRole('button', { name: `Verify ${domain}` }).click();
+    const txt = dialog().getByTestId('domain-proof-txt');
+    await poll(() => txt.textContent()).toContain(`_svc-checkout.${domain}`);
+    const value = (await txt.locator('code').nth(1).textContent())!;
+    expect(value).toMatch(/^svc-verify=[0-9a-f]{32}$/);
+    await poll(() => dialog().getByTestId('domain-proof-file').textContent()).toContain(`https://${domain}/.well-known/svc-checkout-verification.txt`);
+    await dialog().getByRole('button', { name: 'Verify', exact: true }).click();
+    await dialog().getByRole('alert').filter({ hasText: 'DOMAIN_VERIFICATION_FAILED' }).waitFor();
+    await shot(page, '05b-domain-unverified');
+
+    world.publishTxt(domain, value);
+    await dialog().getByRole('button', { name: 'Verify', exact: true }).click();
+    await row.getByText('verified', { exact: true }).waitFor();
+    expect(await row.getByRole('button', { name: `Verify ${domain}` }).count()).toBe(0);
+    await shot(page, '05c-domain-verified');
+    const manifest = await hostRequest(app, 'GET', '/.well-known/agentic-checkout.json', domain);
+    expect(manifest.status).toBe(200);
+    expect(manifest.body.merchant).toMatchObject({ domain, domain_verified: true });
   });
 
   it('GIVEN a published merchant WHEN an agent buys through the SDK THEN the order appears, its receipt verifies in the browser and its events are listed', async () => {

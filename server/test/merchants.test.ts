@@ -36,6 +36,7 @@ describe('POST /v1/merchants', () => {
     expect(m.slug).toBe(body.slug);
     expect(m.name).toBe('Test Shop');
     expect(m.domain).toBe('shop.example.com');
+    expect(m.domain_status).toBe('unverified');
     expect(m.receiving).toEqual({
       x402: { chain: 'base-sepolia', address: TEST_PAY_TO, asset: 'USDC' },
       mock: { account: 'acct_test' },
@@ -52,7 +53,7 @@ describe('POST /v1/merchants', () => {
     expect(new Date(m.updated_at).toISOString()).toBe(m.updated_at);
     expect(Object.keys(m).sort()).toEqual(
       [
-        'id', 'slug', 'name', 'domain', 'receiving', 'rails', 'receipt_kid', 'receipt_pub_jwk',
+        'id', 'slug', 'name', 'domain', 'domain_status', 'domain_verification', 'receiving', 'rails', 'receipt_kid', 'receipt_pub_jwk',
         'trusted_svc_jwks_url', 'livemode', 'is_default', 'created_at', 'updated_at',
       ].sort(),
     );
@@ -139,13 +140,14 @@ describe('POST /v1/merchants', () => {
     }
   });
 
-  it('GIVEN a slug in use WHEN creating again THEN 409 MERCHANT_SLUG_TAKEN in that mode, but the other mode may reuse it', async () => {
+  it('GIVEN a slug in use WHEN creating again THEN 409 MERCHANT_SLUG_TAKEN in that mode and for other projects in either mode, but the project\'s other mode may reuse it', async () => {
     const body = merchantBody();
     await create(testKey, body);
     expectError(await app.request('POST', '/v1/merchants', { key: testKey, body: merchantBody({ slug: body.slug }) }), 409, 'MERCHANT_SLUG_TAKEN');
-    // Uniqueness is (slug, livemode): another project in the same mode collides too.
+    // A slug belongs to one project (merchant_slugs): another project collides in both modes.
     const other = await app.key('test');
     expectError(await app.request('POST', '/v1/merchants', { key: other, body: merchantBody({ slug: body.slug }) }), 409, 'MERCHANT_SLUG_TAKEN');
+    expectError(await app.request('POST', '/v1/merchants', { key: await app.key('live', { projectId: other.projectId }), body: liveBody({ slug: body.slug }) }), 409, 'MERCHANT_SLUG_TAKEN');
     const live = await create(liveKey, liveBody({ slug: body.slug }));
     expect(live.slug).toBe(body.slug);
     expect(live.livemode).toBe(true);
@@ -353,7 +355,17 @@ describe('GET and PATCH /v1/merchants/:id', () => {
     expect(Date.parse(a.updated_at)).toBeGreaterThanOrEqual(Date.parse(m.updated_at));
 
     const b = await patch({ domain: 'new.example.org' });
-    expect(b).toEqual({ ...a, domain: 'new.example.org', updated_at: b.updated_at });
+    const proof = a.domain_verification.dns_txt.value;
+    expect(b).toEqual({
+      ...a,
+      domain: 'new.example.org',
+      domain_verification: {
+        ...a.domain_verification,
+        dns_txt: { name: '_svc-checkout.new.example.org', value: proof },
+        https_file: { url: 'https://new.example.org/.well-known/svc-checkout-verification.txt', content: proof },
+      },
+      updated_at: b.updated_at,
+    });
 
     const c = await patch({ rails: ['x402'] });
     expect(c).toEqual({ ...b, rails: ['x402'], updated_at: c.updated_at });

@@ -8,6 +8,7 @@ import { appendPaymentIdentifierToExtensions, generatePaymentId } from '@x402/ex
 import { newBuyer, publishedMerchant, USDC_SEPOLIA } from './helpers/agent.js';
 import { eventTypes, hostRequest, ordersOf, poll, verifyReceipt } from './helpers/agent-protocol.js';
 import { TestApp, TEST_PAY_TO } from './helpers/harness.js';
+import { DomainProofWorld, verifyDomainByTxt } from './helpers/domain-proof.js';
 import { ordersOfMerchant, paymentRequiredOf, paymentResponseOf, recordingFetch, x402Sessions } from './helpers/x402.js';
 import { payerAgentId } from '../src/modules/x402/agent-id.js';
 
@@ -106,7 +107,10 @@ describe('discovery and the 402 challenge', () => {
     }
   });
 
-  it('GIVEN the discovery host and the merchant domain WHEN the paid resource is fetched at their root THEN the same 402, naming that host as configured (the scheme and port of SVC_PUBLIC_BASE_URL)', async () => {
+  it('GIVEN the discovery host and the verified merchant domain WHEN the paid resource is fetched at their root THEN the same 402, naming that host as configured (the scheme and port of SVC_PUBLIC_BASE_URL)', async () => {
+    const world = await DomainProofWorld.start();
+    world.install(app);
+    await verifyDomainByTxt(app, world, shop.key, shop.merchant.id).finally(() => world.close());
     const viaSlug = await hostRequest(app, 'GET', '/x402/coffee', `${shop.merchant.slug}.svc.localhost`);
     expect(viaSlug.status, viaSlug.text).toBe(402);
     const viaDomain = await hostRequest(app, 'GET', '/x402/coffee', shop.merchant.domain);

@@ -8,7 +8,7 @@ import type { MerchantRow } from '../merchants/service.js';
 /** What the agent read routes need of a merchant: a plain copy, never an ORM entity shared across requests. */
 export type MerchantSnapshot = Pick<
   MerchantRow,
-  'id' | 'slug' | 'name' | 'domain' | 'livemode' | 'rails' | 'receiving' | 'configVersion' | 'receiptKid' | 'receiptPublicX'
+  'id' | 'slug' | 'name' | 'domain' | 'verifiedDomain' | 'livemode' | 'rails' | 'receiving' | 'configVersion' | 'receiptKid' | 'receiptPublicX'
 >;
 
 export type CachedManifest = { body: Manifest; etag: string };
@@ -238,6 +238,7 @@ function snapshotOf(m: MerchantSnapshot): MerchantSnapshot {
     slug: m.slug,
     name: m.name,
     domain: m.domain,
+    verifiedDomain: m.verifiedDomain,
     livemode: m.livemode,
     rails: [...m.rails],
     receiving: structuredClone(m.receiving),

@@ -15,8 +15,9 @@ import type { CachedManifest, MerchantSnapshot } from './cache.js';
 const notFound = () => new ApiError('NOT_FOUND', 'No such merchant, or it has not published yet.');
 
 /**
- * `/m/<ref>`: an `mrch_` id names that merchant; a slug names the live merchant when one
- * exists, else the test merchant. Unpublished merchants are invisible to agents.
+ * `/m/<ref>`: an `mrch_` id names that merchant; a slug names the project's published live
+ * merchant with it when there is one, else its published test merchant (a slug belongs to one
+ * project: merchant_slugs). Unpublished merchants are invisible to agents.
  */
 export async function merchantByRef(em: Em, ref: string): Promise<MerchantRow> {
   let m: MerchantRow | null;
@@ -31,11 +32,15 @@ export async function merchantByRef(em: Em, ref: string): Promise<MerchantRow> {
   return m;
 }
 
-/** A merchant whose own storefront domain is `host` (live preferred), or null. */
+/**
+ * The published merchant whose verified storefront domain is `host` (live preferred), or null.
+ * A domain is verified by one project only (merchant_domains), and an unverified one is never
+ * served: claiming a domain proves nothing until its owner has shown control of it.
+ */
 export async function merchantRefByDomain(em: Em, host: string): Promise<string | null> {
   const rows = await em.find(
     MerchantEntity,
-    { domain: host.toLowerCase(), publishedAt: { $ne: null } },
+    { verifiedDomain: host.toLowerCase(), publishedAt: { $ne: null } },
     { orderBy: { livemode: 'desc', createdAt: 'asc' }, limit: 1 },
   );
   return rows[0]?.id ?? null;
@@ -62,7 +67,7 @@ export async function buildManifest(em: Em, m: MerchantSnapshot, prefix: string)
   if (rails.includes('card') && m.receiving.card) payTo.card = { processor: m.receiving.card.processor };
   const manifest: Manifest = {
     protocol: 'svc-checkout/0.1',
-    merchant: { id: m.id, name: m.name, domain: m.domain },
+    merchant: { id: m.id, name: m.name, domain: m.domain, domain_verified: m.verifiedDomain === m.domain },
     livemode: m.livemode,
     catalog_url: `${prefix}/agent/catalog`,
     checkout_url: `${prefix}/agent/checkout`,

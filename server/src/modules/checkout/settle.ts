@@ -148,7 +148,7 @@ async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: Set
     : await verifyMandate(s.mandate, {
         jwksUrl: m.trustedSvcJwksUrl ?? null,
         merchantId: m.id,
-        merchantDomain: m.domain,
+        merchantDomain: m.verifiedDomain ?? null,
         total: s.total,
         currency: s.currency,
         agentId: s.agentId,

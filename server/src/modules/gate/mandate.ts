@@ -25,7 +25,8 @@ export type MandateResult = {
 export type MandateContext = {
   jwksUrl: string | null;
   merchantId: string;
-  merchantDomain: string;
+  /** The merchant's verified domain (a mandate may name it instead of the id); null while unverified, when only the id matches. */
+  merchantDomain: string | null;
   total: string;
   currency: string;
   agentId: string;
@@ -216,9 +217,10 @@ export async function verifyMandate(input: MandateInput, ctx: MandateContext): P
   if (claims.decision !== 'approve') {
     return fail('MANDATE_NOT_APPROVED', `The svc mandate decision is "${claims.decision}", not "approve".`, known);
   }
-  const merchantMatches = a.merchant === ctx.merchantId || a.merchant.toLowerCase() === ctx.merchantDomain.toLowerCase();
+  const merchantMatches = a.merchant === ctx.merchantId || (ctx.merchantDomain !== null && a.merchant.toLowerCase() === ctx.merchantDomain.toLowerCase());
   if (!merchantMatches) {
-    return fail('MANDATE_MERCHANT_MISMATCH', `The svc mandate authorizes merchant "${a.merchant}", not ${ctx.merchantId} (${ctx.merchantDomain}).`, known);
+    const named = ctx.merchantDomain ? `${ctx.merchantId} (${ctx.merchantDomain})` : `${ctx.merchantId} (its domain is not verified)`;
+    return fail('MANDATE_MERCHANT_MISMATCH', `The svc mandate authorizes merchant "${a.merchant}", not ${named}.`, known);
   }
   // A mandate is issued to one agent; another agent presenting it is a binding failure of its own code.
   if (claims.agent_id.toLowerCase() !== ctx.agentId.toLowerCase()) {

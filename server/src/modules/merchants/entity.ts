@@ -11,6 +11,11 @@ export const MerchantEntity = defineEntity({
     slug: p.string(),
     name: p.string(),
     domain: p.string(),
+    /** What the owner publishes (DNS TXT or a well-known file) to prove control of `domain`; not a secret. */
+    domainToken: p.string(),
+    /** `domain` once its control was proven (FK to merchant_domains: one project per domain); null while unverified. */
+    verifiedDomain: p.string().nullable(),
+    domainVerifiedAt: p.datetime().columnType('timestamptz').nullable(),
     receiving: p.json<Receiving>(),
     rails: p.json<RailName[]>(),
     receiptKid: p.string(),

@@ -1,11 +1,11 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { authed, ctxOf } from '../../http/context.js';
-import { createMerchant, findMerchant, listMerchants, merchantJwks, presentMerchant, updateMerchant } from './service.js';
+import { createMerchant, findMerchant, listMerchants, merchantJwks, presentMerchant, updateMerchant, verifyMerchantDomain } from './service.js';
 
 const s = initServer();
 
-/** /v1/merchants: create, list, read, update, and the public receipt JWKS. */
+/** /v1/merchants: create, list, read, update, verify the domain, and the public receipt JWKS. */
 export const merchantsRoutes = s.router(contract.merchants, {
   create: async ({ req, body }) => {
     const ctx = authed(req);
@@ -22,6 +22,10 @@ export const merchantsRoutes = s.router(contract.merchants, {
   update: async ({ req, params, body }) => {
     const ctx = authed(req);
     return { status: 200, body: presentMerchant(await updateMerchant(ctx, params.id, body)) };
+  },
+  verifyDomain: async ({ req, params }) => {
+    const ctx = authed(req);
+    return { status: 200, body: presentMerchant(await verifyMerchantDomain(ctx, params.id)) };
   },
   jwks: async ({ req, res, params }) => {
     const body = await merchantJwks(ctxOf(req).em, params.id);

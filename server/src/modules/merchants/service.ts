@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { CreateMerchantBody, Merchant, RailName, UpdateMerchantBody } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
@@ -8,7 +9,8 @@ import { hasPrefix, newId } from '../../lib/ids.js';
 import { checkOutboundUrl, outboundRules, type OutboundRules } from '../../lib/ssrf.js';
 import { checkReceiving, type ReceivingFinding } from '../receiving/validate.js';
 import { MerchantEntity } from './entity.js';
-import { incrementConfigVersion } from './store.js';
+import { domainProven, domainVerificationOf } from './domain.js';
+import { claimDomain, claimSlug, incrementConfigVersion } from './store.js';
 
 export type MerchantRow = InstanceType<typeof MerchantEntity.class>;
 
@@ -18,12 +20,19 @@ export function publicJwk(m: Pick<MerchantRow, 'receiptKid' | 'receiptPublicX'>)
   return { kty: 'OKP' as const, crv: 'Ed25519' as const, x: m.receiptPublicX, kid: m.receiptKid, alg: 'EdDSA' as const, use: 'sig' as const };
 }
 
+/** True once the owner proved control of the merchant's current domain (the row's check constraint keeps verified_domain = domain). */
+export function domainVerified(m: Pick<MerchantRow, 'domain' | 'verifiedDomain'>): boolean {
+  return m.verifiedDomain !== null && m.verifiedDomain === m.domain;
+}
+
 export function presentMerchant(m: MerchantRow): Merchant {
   return {
     id: m.id,
     slug: m.slug,
     name: m.name,
     domain: m.domain,
+    domain_status: domainVerified(m) ? 'verified' : 'unverified',
+    domain_verification: domainVerificationOf(m.domain, m.domainToken, domainVerified(m) ? m.domainVerifiedAt! : null),
     receiving: m.receiving,
     rails: m.rails,
     receipt_kid: m.receiptKid,
@@ -72,9 +81,13 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
   const seed = generateEd25519();
   try {
     return await ctx.em.transactional(async (tx) => {
+      const now = ctx.services.now();
+      // A slug belongs to one project in both modes (merchant_slugs; the merchant row references the claim).
+      if (!(await claimSlug(tx, body.slug, projectId, now))) {
+        throw new ApiError('MERCHANT_SLUG_TAKEN', `The slug ${body.slug} belongs to another project.`);
+      }
       // The partial unique index merchants_one_default keeps a single default even under races.
       const hasDefault = (await tx.count(MerchantEntity, { projectId, livemode, isDefault: true })) > 0;
-      const now = ctx.services.now();
       const m = tx.create(MerchantEntity, {
         id,
         projectId,
@@ -82,6 +95,9 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
         slug: body.slug,
         name: body.name,
         domain: body.domain,
+        domainToken: randomBytes(16).toString('hex'),
+        verifiedDomain: null,
+        domainVerifiedAt: null,
         receiving,
         rails,
         receiptKid: receiptKidFor(id),
@@ -97,7 +113,7 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
     });
   } catch (err) {
     if (err instanceof UniqueConstraintViolationException && String(err.message).includes('merchants_slug_mode')) {
-      throw new ApiError('MERCHANT_SLUG_TAKEN');
+      throw new ApiError('MERCHANT_SLUG_TAKEN', `This project already has a ${livemode ? 'live' : 'test'} merchant with the slug ${body.slug}.`);
     }
     if (err instanceof UniqueConstraintViolationException && String(err.message).includes('merchants_one_default')) {
       // Lost the race to become the default: retry once as a non-default merchant.
@@ -162,8 +178,11 @@ export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: strin
       m.name = body.name;
       configChanged = true;
     }
-    if (body.domain !== undefined) {
+    if (body.domain !== undefined && body.domain !== m.domain) {
+      // A new domain is unverified until its owner proves control of it (the claim on the old one is released by trigger).
       m.domain = body.domain;
+      m.verifiedDomain = null;
+      m.domainVerifiedAt = null;
       configChanged = true;
     }
     if (body.trusted_svc_jwks_url !== undefined) m.trustedSvcJwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, outboundRules(ctx.services.config, m.livemode)) ?? null;
@@ -172,6 +191,46 @@ export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: strin
     m.updatedAt = ctx.services.now();
     await tx.flush();
     return m;
+  });
+}
+
+/**
+ * POST /v1/merchants/{id}/domain/verify: looks for the owner's proof of control of the
+ * domain (./domain.ts) outside any transaction, then records it and claims the domain for
+ * the project (merchant_domains: the first project to verify a domain keeps it). Only a
+ * verified domain is served to agents (http/agent-host.ts) and matches a mandate.
+ */
+export async function verifyMerchantDomain(ctx: Ctx & { auth: AuthContext }, id: string): Promise<MerchantRow> {
+  const m = await findMerchant(ctx.em, ctx.auth, id);
+  if (domainVerified(m)) return m;
+  const { domain, domainToken } = m;
+  const discovery = ctx.services.config.SVC_DISCOVERY_DOMAIN.toLowerCase();
+  if (domain === discovery || domain.endsWith(`.${discovery}`)) {
+    throw new ApiError('DOMAIN_VERIFICATION_FAILED', `${domain} is under the discovery domain ${discovery}, whose hosts this service names itself; use the merchant's own domain.`);
+  }
+  // The file fetch reaches what this merchant's webhooks may reach (lib/ssrf.ts outboundRules).
+  if (!(await domainProven(ctx.services.domainProof, domain, domainToken, outboundRules(ctx.services.config, m.livemode)))) {
+    const how = domainVerificationOf(domain, domainToken, null);
+    throw new ApiError(
+      'DOMAIN_VERIFICATION_FAILED',
+      `No proof of control of ${domain} was found: no TXT record "${how.dns_txt.value}" at ${how.dns_txt.name}, and ${how.https_file.url} did not answer 200 with the line "${how.https_file.content}".`,
+    );
+  }
+  return ctx.em.transactional(async (tx) => {
+    const locked = await lockMerchantRow(tx, m);
+    if (locked.domain !== domain) throw new ApiError('DOMAIN_VERIFICATION_FAILED', `The domain changed to ${locked.domain} while ${domain} was being verified; verify again.`);
+    if (domainVerified(locked)) return locked;
+    const now = ctx.services.now();
+    if (!(await claimDomain(tx, domain, locked.projectId, now))) {
+      throw new ApiError('MERCHANT_DOMAIN_TAKEN', `${domain} was verified by another project first.`);
+    }
+    locked.verifiedDomain = domain;
+    locked.domainVerifiedAt = now;
+    locked.configVersion += 1;
+    ctx.services.caches.agent.invalidateOnCommit(tx, locked.id);
+    locked.updatedAt = now;
+    await tx.flush();
+    return locked;
   });
 }
 

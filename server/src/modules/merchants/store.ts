@@ -27,3 +27,33 @@ export async function incrementConfigVersion(em: Em, merchantId: string, now: Da
 export async function markMerchantPublished(tx: Em, merchantId: string, now: Date): Promise<void> {
   await tx.execute('update merchants set published_at = coalesce(published_at, ?) where id = ?', [now, merchantId]);
 }
+
+/**
+ * Claims `slug` for the project (merchant_slugs; every merchant references its claim), or
+ * finds it already the project's. Answers false when another project holds it. Atomic and
+ * race-safe: a concurrent claim of another project waits on the primary key and then sees
+ * this one; the no-op `do update` also locks an existing claim until the transaction ends, so
+ * the release trigger cannot drop it under the merchant about to reference it.
+ */
+export async function claimSlug(tx: Em, slug: string, projectId: string, now: Date): Promise<boolean> {
+  const rows = await runSql(
+    tx,
+    `insert into merchant_slugs (slug, project_id, created_at) values ($1, $2, $3)
+     on conflict (slug) do update set slug = excluded.slug where merchant_slugs.project_id = excluded.project_id
+     returning project_id`,
+    [slug, projectId, now],
+  );
+  return rows.length === 1;
+}
+
+/** The same claim for a verified domain (merchant_domains): false when another project verified it first. */
+export async function claimDomain(tx: Em, domain: string, projectId: string, now: Date): Promise<boolean> {
+  const rows = await runSql(
+    tx,
+    `insert into merchant_domains (domain, project_id, created_at) values ($1, $2, $3)
+     on conflict (domain) do update set domain = excluded.domain where merchant_domains.project_id = excluded.project_id
+     returning project_id`,
+    [domain, projectId, now],
+  );
+  return rows.length === 1;
+}
