@@ -471,7 +471,7 @@ describe('no port state in delivery records or answer times', () => {
 
 describe('SVC_ALLOW_PRIVATE_URLS', () => {
   it('GIVEN NODE_ENV=production WHEN SVC_ALLOW_PRIVATE_URLS=true THEN the configuration is refused naming it; false is accepted', () => {
-    const base = { NODE_ENV: 'production', SVC_MASTER_KEY: 'a'.repeat(64) };
+    const base = { NODE_ENV: 'production', SVC_MASTER_KEY: 'a'.repeat(64), SVC_PUBLIC_BASE_URL: 'https://checkout.example.com' };
     expect(() => loadConfig({ ...base, SVC_ALLOW_PRIVATE_URLS: 'true' })).toThrow(
       /^invalid configuration: SVC_ALLOW_PRIVATE_URLS must not be true with NODE_ENV=production/,
     );
