@@ -14,7 +14,7 @@ export interface paths {
         /**
          * Legacy alias (accepts X-Svc-Api-Key, resolves leniently)
          * @deprecated
-         * @description Also answers with a trailing slash (/api/v1/reputation/{agentId}/): routing is not strict about it.
+         * @description Also answers with a trailing slash (/api/v1/reputation/{agentId}/): routing is not strict about it. Reputation is kept per mode. With a valid API key (Authorization: Bearer, or X-Svc-Api-Key) or the dashboard session: the score in that key's mode as its project sees it (the shared score plus what the project itself reported through /v1/ingest: what its own gate reads). Without one, or with one that does not resolve: the shared live score. Never fails.
          *
          *     Auth: public, no API key.
          */
@@ -882,7 +882,9 @@ export interface paths {
         };
         /**
          * An agent's reputation
-         * @description Auth: public, no API key.
+         * @description Reputation is kept per mode. With a valid API key (Authorization: Bearer, or X-Svc-Api-Key) or the dashboard session: the score in that key's mode as its project sees it (the shared score plus what the project itself reported through /v1/ingest: what its own gate reads). Without one, or with one that does not resolve: the shared live score. Never fails.
+         *
+         *     Auth: public, no API key.
          */
         get: operations["getAgentReputation"];
         put?: never;
@@ -902,7 +904,9 @@ export interface paths {
         };
         /**
          * A merchant's reputation
-         * @description Auth: public, no API key.
+         * @description In the merchant's own mode (a merchant belongs to one); with a key or session of the merchant's project, including what that project reported through /v1/ingest. Never fails.
+         *
+         *     Auth: public, no API key.
          */
         get: operations["getMerchantReputation"];
         put?: never;
@@ -922,7 +926,9 @@ export interface paths {
         };
         /**
          * An agent's reputation (short form; `agent` and `merchant` are reserved)
-         * @description Auth: public, no API key.
+         * @description Reputation is kept per mode. With a valid API key (Authorization: Bearer, or X-Svc-Api-Key) or the dashboard session: the score in that key's mode as its project sees it (the shared score plus what the project itself reported through /v1/ingest: what its own gate reads). Without one, or with one that does not resolve: the shared live score. Never fails.
+         *
+         *     Auth: public, no API key.
          */
         get: operations["getReputationShort"];
         put?: never;

@@ -16,7 +16,8 @@ beforeAll(async () => {
 afterAll(async () => app?.stop());
 
 const nonce = () => `0x${randomBytes(32).toString('hex')}` as Hex;
-const reputationOf = async (agent: string) => (await app.request('GET', `/v1/reputation/agent/${agent}`)).body;
+/** The agent's test-mode score (a test key reads test mode; a read without a key answers live). */
+const reputationOf = async (agent: string) => (await app.request('GET', `/v1/reputation/agent/${agent}`, { key: shop.key })).body;
 
 /** THEN-helper for a 402: exactly {status, reason_codes, error_human} with the one code. */
 function expectPaymentInvalid(res: { status: number; body: any; text: string }, code: string) {

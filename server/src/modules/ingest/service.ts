@@ -9,7 +9,7 @@ import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
 import { presentOrderEvent } from '../orders/present.js';
-import { applyOutcome, readReputation } from '../reputation/service.js';
+import { applyReportedOutcome, projectView, readReputation } from '../reputation/service.js';
 import { claimIngestReport, findIngestReport, sessionIdTakenElsewhere, setIngestReportOrder, upsertIngestedSession } from './store.js';
 
 type Authed = Ctx & { auth: AuthContext };
@@ -97,7 +97,7 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
     if (!(await claimIngestReport(tx, ctx.auth, { kind: 'order', sessionId: session.id, agentId, merchantId: m?.id ?? null, decision: 'accept', now }))) {
       const prior = await findIngestReport(tx, ctx.auth, 'order', session.id);
       if (prior.order_id) return { order_id: prior.order_id, receipt_id: prior.receipt_id, event_ids: [], replayed: true as const };
-      const rep = await readReputation(tx, 'agent', prior.agent_id);
+      const rep = await readReputation(tx, projectView(ctx.auth), 'agent', prior.agent_id);
       return { order_id: null, receipt_id: null, event_ids: [], replayed: true as const, reputation_score: rep.score };
     }
     let orderId: string | null = null;
@@ -126,10 +126,10 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
         const evt = await ctx.services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type, object, now });
         eventIds.push(evt.id);
       }
-      await applyOutcome(tx, session.id, 'merchant', m.id, 'settled_merchant', now);
+      await applyReportedOutcome(tx, ctx.auth, session.id, 'merchant', m.id, 'settled_merchant', now);
       await setIngestReportOrder(tx, ctx.auth, 'order', session.id, { orderId, receiptId });
     }
-    const rep = await applyOutcome(tx, session.id, 'agent', agentId, 'accepted', now);
+    const rep = await applyReportedOutcome(tx, ctx.auth, session.id, 'agent', agentId, 'accepted', now);
     return { order_id: orderId, receipt_id: receiptId, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } };
   }));
 }
@@ -146,7 +146,7 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
     await assertIngestible(tx, ctx.auth, session.id, m?.id ?? null);
     if (!(await claimIngestReport(tx, ctx.auth, { kind: 'decision', sessionId: session.id, agentId, merchantId: m?.id ?? null, decision, now }))) {
       const prior = await findIngestReport(tx, ctx.auth, 'decision', session.id);
-      const rep = await readReputation(tx, 'agent', prior.agent_id);
+      const rep = await readReputation(tx, projectView(ctx.auth), 'agent', prior.agent_id);
       return {
         ok: true as const,
         decision: prior.decision as 'reject' | 'hold',
@@ -175,7 +175,7 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
       eventIds.push(evt.id);
       await setIngestReportOrder(tx, ctx.auth, 'decision', session.id, { orderId: order.id });
     }
-    const rep = await applyOutcome(tx, session.id, 'agent', agentId, decision === 'hold' ? 'held' : 'rejected', now);
+    const rep = await applyReportedOutcome(tx, ctx.auth, session.id, 'agent', agentId, decision === 'hold' ? 'held' : 'rejected', now);
     return { ok: true as const, decision, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } };
   }));
 }
