@@ -82,6 +82,7 @@ describe('accepted settle and its receipt', () => {
       expect(payload).toMatchObject({ id: expect.stringMatching(/^evt_/), livemode: false, api_version: 'v1', created: expect.any(Number) });
       expect(payload.data.object).toEqual({
         id: res.body.order_id,
+        source: 'hosted',
         session_id: s.id,
         merchant_id: shop.merchant.id,
         agent_id: agent,

@@ -11,6 +11,7 @@ import { Migration20261124000010DashboardApi } from './Migration20261124000010Da
 import { Migration20261125000020AgentConfigNotify } from './Migration20261125000020AgentConfigNotify.js';
 import { Migration20261126000010SettledOrderFkDeferred } from './Migration20261126000010SettledOrderFkDeferred.js';
 import { Migration20261126000010ReputationByMode } from './Migration20261126000010ReputationByMode.js';
+import { Migration20261126000010OrderSource } from './Migration20261126000010OrderSource.js';
 
 /** Every migration in order; listed explicitly so bundling or tsx never depends on a glob. */
 export const migrationsList = [
@@ -27,4 +28,5 @@ export const migrationsList = [
   { name: 'Migration20261125000020AgentConfigNotify', class: Migration20261125000020AgentConfigNotify },
   { name: 'Migration20261126000010SettledOrderFkDeferred', class: Migration20261126000010SettledOrderFkDeferred },
   { name: 'Migration20261126000010ReputationByMode', class: Migration20261126000010ReputationByMode },
+  { name: 'Migration20261126000010OrderSource', class: Migration20261126000010OrderSource },
 ];

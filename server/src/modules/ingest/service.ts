@@ -1,6 +1,6 @@
-import { decodeJwt } from 'jose';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
+import { IngestReceipt, TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
 import type { AuthContext, Ctx } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
@@ -57,6 +57,31 @@ function newIngestOrder(tx: Em, now: Date, m: MerchantRow, session: IngestSessio
 }
 
 /**
+ * The claims of a self-hosted deployment's receipt, once its shape is that of a compact JWS:
+ * three base64url segments (the contract's IngestReceipt), a protected header that is a JSON
+ * object naming an `alg` other than `none`, and a payload that is a JSON object (jose decodes
+ * both). Anything else is 400 RECEIPT_MALFORMED. The signature is not verified: it is the
+ * deployment's own key, which this service does not hold (docs/decisions.md, "Ingested orders say so").
+ */
+function receiptClaimsOf(jws: string): Record<string, unknown> {
+  if (!IngestReceipt.safeParse(jws).success) throw new ApiError('RECEIPT_MALFORMED', 'receipt: must be three base64url segments separated by dots (a compact JWS).');
+  let alg: unknown;
+  try {
+    alg = decodeProtectedHeader(jws).alg;
+  } catch {
+    throw new ApiError('RECEIPT_MALFORMED', 'receipt: the first segment is not a base64url JSON object (the JWS header).');
+  }
+  if (typeof alg !== 'string' || alg === '' || alg.toLowerCase() === 'none') {
+    throw new ApiError('RECEIPT_MALFORMED', 'receipt: the JWS header must name the signature algorithm (alg), and not "none".');
+  }
+  try {
+    return decodeJwt(jws) as Record<string, unknown>;
+  } catch {
+    throw new ApiError('RECEIPT_MALFORMED', 'receipt: the second segment is not a base64url JSON object (the JWS payload).');
+  }
+}
+
+/**
  * Ingest writes only rows ingest wrote for the same project and mode (and merchant, when
  * anchored). A session id that is a hosted checkout session, or whose order or reports
  * belong to another project, mode or merchant, is refused with one 409
@@ -90,6 +115,7 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
   const { session } = input;
   if (session.state !== 'accepted') throw new ApiError('VALIDATION_FAILED', `body.session.state: must be "accepted" to ingest an order, got ${JSON.stringify(session.state ?? null)}.`);
   const agentId = requireAgent(session);
+  const claims = receiptClaimsOf(input.receipt);
   const now = ctx.services.now();
   return refusingCollisions(() => ctx.em.transactional(async (tx) => {
     const m = await anchor(tx, ctx.auth, session.merchantId);
@@ -112,12 +138,6 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
       order.settlementRef = input.settlement.reference;
       order.receiptId = receiptId;
       await tx.flush();
-      let claims: Record<string, unknown> = {};
-      try {
-        claims = decodeJwt(input.receipt) as Record<string, unknown>;
-      } catch {
-        claims = {};
-      }
       tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: session.id, merchantId: m.id, jws: input.receipt, claims, createdAt: now });
       await tx.flush();
       orderId = order.id;
