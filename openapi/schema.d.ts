@@ -4272,6 +4272,7 @@ export interface operations {
                         ok: true;
                         /** @enum {boolean} */
                         replayed?: true;
+                        /** @description The agent as this project sees it in the key's mode: the shared score plus what this project reported. A report never moves the score other projects read. */
                         reputation: {
                             agentId: string;
                             score: number;
@@ -4447,6 +4448,7 @@ export interface operations {
                         receipt_id: string | null;
                         /** @enum {boolean} */
                         replayed?: true;
+                        /** @description The agent as this project sees it in the key's mode: the shared score plus what this project reported. A report never moves the score other projects read. */
                         reputation?: {
                             agentId: string;
                             score: number;

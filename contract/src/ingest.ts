@@ -50,7 +50,9 @@ export const IngestReceipt = z
   .regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/)
   .describe('Compact JWS: base64url(JSON header with alg, not none).base64url(JSON object payload).base64url(signature). Checked for shape (400 RECEIPT_MALFORMED), not verified: the deployment signed it with its own key.');
 
-const RepSummary = z.object({ agentId: z.string(), score: z.number().int(), tier: ReputationTier });
+const RepSummary = z
+  .object({ agentId: z.string(), score: z.number().int(), tier: ReputationTier })
+  .describe('The agent as this project sees it in the key\'s mode: the shared score plus what this project reported. A report never moves the score other projects read.');
 
 export const IngestOrderCreated = z.object({
   order_id: z.string().nullable(),
