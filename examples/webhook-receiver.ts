@@ -1,6 +1,9 @@
 /**
  * Webhook receiver: verifies the Svc-Signature on the raw body, dedupes by event id, and
- * fulfils on order.settled (a webhook_endpoint.test event is acknowledged and nothing more).
+ * fulfils on order.settled of a hosted order (`source: 'hosted'`: this service ran the gate and
+ * moved the funds). An `ingest` order was reported by a self-hosted checkout through
+ * /v1/ingest and is fulfilled from that checkout's own records, never from this event. A
+ * webhook_endpoint.test event is acknowledged and nothing more. docs/webhooks.md, "Fulfilling an order".
  *
  *   SVC_WEBHOOK_SECRET=whsec_... PORT=4242 npx tsx examples/webhook-receiver.ts
  *
@@ -34,11 +37,11 @@ app.post('/webhooks', express.raw({ type: 'application/json', limit: '1mb' }), (
   const event = JSON.parse(raw.toString('utf8')) as WebhookEvent;
   const duplicate = seen.has(event.id);
   seen.add(event.id);
-  if (!duplicate && event.type === 'order.settled') {
-    // Fulfil here: ship the goods, grant access. order.settled is the only "go" signal.
+  if (!duplicate && event.type === 'order.settled' && event.data.object.source === 'hosted') {
+    // Fulfil here: ship the goods, grant access. A hosted order.settled is the only "go" signal.
   }
   // webhook_endpoint.test (POST /v1/webhooks/endpoints/{id}/test) names the endpoint, not an order: acknowledge it.
-  const about = event.type === 'webhook_endpoint.test' ? { endpoint_id: event.data.object.id } : { order_id: event.data.object.id };
+  const about = event.type === 'webhook_endpoint.test' ? { endpoint_id: event.data.object.id } : { order_id: event.data.object.id, source: event.data.object.source };
   console.log(JSON.stringify({ received: event.type, event_id: event.id, ...about, delivery_id: req.header('svc-delivery-id') ?? null, duplicate }));
   res.status(200).json({ received: true, duplicate });
 });

@@ -14,7 +14,7 @@ export interface paths {
         /**
          * Legacy alias (accepts X-Svc-Api-Key, resolves leniently)
          * @deprecated
-         * @description Also answers with a trailing slash (/api/v1/reputation/{agentId}/): routing is not strict about it.
+         * @description Also answers with a trailing slash (/api/v1/reputation/{agentId}/): routing is not strict about it. Reputation is kept per mode. With a valid API key (Authorization: Bearer, or X-Svc-Api-Key) or the dashboard session: the score in that key's mode as its project sees it (the shared score plus what the project itself reported through /v1/ingest: what its own gate reads). Without one, or with one that does not resolve: the shared live score. Never fails.
          *
          *     Auth: public, no API key.
          */
@@ -516,7 +516,7 @@ export interface paths {
         put?: never;
         /**
          * Report an accepted, settled order (idempotent on session.id)
-         * @description One transaction: order and receipt rows (when anchored), the reputation delta (at most once), order.accepted and order.settled.
+         * @description One transaction: order and receipt rows (when anchored; the order says source: ingest), the reputation delta (at most once, counted only in this project's own view), order.accepted and order.settled. A receipt that is not a well-formed compact JWS is 400 RECEIPT_MALFORMED.
          *
          *     Auth: API key (Bearer) with scope `ingest:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
@@ -904,7 +904,9 @@ export interface paths {
         };
         /**
          * An agent's reputation
-         * @description Auth: public, no API key.
+         * @description Reputation is kept per mode. With a valid API key (Authorization: Bearer, or X-Svc-Api-Key) or the dashboard session: the score in that key's mode as its project sees it (the shared score plus what the project itself reported through /v1/ingest: what its own gate reads). Without one, or with one that does not resolve: the shared live score. Never fails.
+         *
+         *     Auth: public, no API key.
          */
         get: operations["getAgentReputation"];
         put?: never;
@@ -924,7 +926,9 @@ export interface paths {
         };
         /**
          * A merchant's reputation
-         * @description Auth: public, no API key.
+         * @description In the merchant's own mode (a merchant belongs to one); with a key or session of the merchant's project, including what that project reported through /v1/ingest. Never fails.
+         *
+         *     Auth: public, no API key.
          */
         get: operations["getMerchantReputation"];
         put?: never;
@@ -944,7 +948,9 @@ export interface paths {
         };
         /**
          * An agent's reputation (short form; `agent` and `merchant` are reserved)
-         * @description Auth: public, no API key.
+         * @description Reputation is kept per mode. With a valid API key (Authorization: Bearer, or X-Svc-Api-Key) or the dashboard session: the score in that key's mode as its project sees it (the shared score plus what the project itself reported through /v1/ingest: what its own gate reads). Without one, or with one that does not resolve: the shared live score. Never fails.
+         *
+         *     Auth: public, no API key.
          */
         get: operations["getReputationShort"];
         put?: never;
@@ -1293,7 +1299,7 @@ export interface components {
             /** @description One line for humans; never parse it. */
             error_human: string;
             /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
+            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
         };
         Jwks: {
             keys: components["schemas"]["PublicJwk"][];
@@ -1427,6 +1433,11 @@ export interface components {
             receipt_id?: string;
             session_id: string;
             settlement_ref?: string;
+            /**
+             * @description hosted: gated and settled by this service; ingest: reported by a self-hosted checkout through /v1/ingest (payment and receipt not verified by this service).
+             * @enum {string}
+             */
+            source: "hosted" | "ingest";
             total: {
                 currency: string;
                 subtotal: string;
@@ -1456,6 +1467,11 @@ export interface components {
             receipt_id?: string;
             session_id: string;
             settlement_ref?: string;
+            /**
+             * @description hosted: gated and settled by this service; ingest: reported by a self-hosted checkout through /v1/ingest (payment and receipt not verified by this service).
+             * @enum {string}
+             */
+            source: "hosted" | "ingest";
             total: {
                 currency: string;
                 subtotal: string;
@@ -4302,6 +4318,7 @@ export interface operations {
                         ok: true;
                         /** @enum {boolean} */
                         replayed?: true;
+                        /** @description The agent as this project sees it in the key's mode: the shared score plus what this project reported. A report never moves the score other projects read. */
                         reputation: {
                             agentId: string;
                             score: number;
@@ -4409,6 +4426,7 @@ export interface operations {
             content: {
                 "application/json": {
                     fulfillment?: unknown;
+                    /** @description Compact JWS: base64url(JSON header with alg, not none).base64url(JSON object payload).base64url(signature). Checked for shape (400 RECEIPT_MALFORMED), not verified: the deployment signed it with its own key. */
                     receipt: string;
                     session: {
                         agentId?: string;
@@ -4476,6 +4494,7 @@ export interface operations {
                         receipt_id: string | null;
                         /** @enum {boolean} */
                         replayed?: true;
+                        /** @description The agent as this project sees it in the key's mode: the shared score plus what this project reported. A report never moves the score other projects read. */
                         reputation?: {
                             agentId: string;
                             score: number;
@@ -6205,6 +6224,7 @@ export interface operations {
                      *           "receipt_id": "rcpt_01jz0cf9t2w4y6a8c0e2g4j6m8",
                      *           "session_id": "sess_01jz0cd7r9t1v3x5z7b9d1f3h5",
                      *           "settlement_ref": "0x9e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f0e1d",
+                     *           "source": "hosted",
                      *           "total": {
                      *             "currency": "USD",
                      *             "subtotal": "25.00",

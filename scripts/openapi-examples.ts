@@ -153,6 +153,7 @@ export const OPENAPI_EXAMPLES: Record<string, Example> = {
         data: [
           {
             id: 'ord_01jz0cf9t1v3x5z7b9d1f3h5k7',
+            source: 'hosted',
             session_id: 'sess_01jz0cd7r9t1v3x5z7b9d1f3h5',
             merchant_id: 'mrch_01jz0c8q4m6w3v9r2t5y7x1k0a',
             agent_id: '3f1b6c2e-8d4a-4f7e-9b1c-2a5d7e9f0b13',

@@ -111,6 +111,10 @@ export const REASON_CODES = {
     status: 409,
     human: 'This session id cannot be ingested by this key: it is a hosted checkout session or belongs to another project, mode or merchant.',
   },
+  RECEIPT_MALFORMED: {
+    status: 400,
+    human: 'receipt must be a compact JWS: three base64url segments, a JSON header naming its alg (not none), a JSON object payload and a signature.',
+  },
 
   // webhooks
   WEBHOOK_URL_INVALID: { status: 400, human: 'The webhook url breaks a URL rule (https for live endpoints; no private, loopback or link-local address).' },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { c, keyErrors, meta } from './common.js';
+import { c, keyErrors, meta, serviceValidated } from './common.js';
 import { ErrorBody } from './errors.js';
 import { Decision, MandateType } from './agent.js';
 import { ReputationTier } from './policy.js';
@@ -39,7 +39,20 @@ export const SettlementResult = z
   .object({ reference: z.string().min(1).max(200), rail: z.string().optional(), chain: z.string().optional() })
   .passthrough();
 
-const RepSummary = z.object({ agentId: z.string(), score: z.number().int(), tier: ReputationTier });
+/**
+ * The self-hosted deployment's receipt as it sent it: a compact JWS (RFC 7515), three base64url
+ * segments, a protected header that is a JSON object naming its `alg` (not `none`), a payload
+ * that is a JSON object, and a signature. The service checks that shape (400 RECEIPT_MALFORMED
+ * otherwise) and stores it; it does not verify the signature (it holds no key of the deployment's).
+ */
+export const IngestReceipt = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/)
+  .describe('Compact JWS: base64url(JSON header with alg, not none).base64url(JSON object payload).base64url(signature). Checked for shape (400 RECEIPT_MALFORMED), not verified: the deployment signed it with its own key.');
+
+const RepSummary = z
+  .object({ agentId: z.string(), score: z.number().int(), tier: ReputationTier })
+  .describe('The agent as this project sees it in the key\'s mode: the shared score plus what this project reported. A report never moves the score other projects read.');
 
 export const IngestOrderCreated = z.object({
   order_id: z.string().nullable(),
@@ -67,14 +80,15 @@ export const ingestContract = c.router({
     body: z
       .object({
         session: IngestSession,
-        receipt: z.string().regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+$/, 'must be a compact JWS'),
+        receipt: serviceValidated(IngestReceipt, z.string()),
         settlement: SettlementResult,
         fulfillment: z.unknown().optional(),
       })
       .strict(),
     responses: { 201: IngestOrderCreated, ...keyErrors, 409: ErrorBody },
     summary: 'Report an accepted, settled order (idempotent on session.id)',
-    description: 'One transaction: order and receipt rows (when anchored), the reputation delta (at most once), order.accepted and order.settled.',
+    description:
+      'One transaction: order and receipt rows (when anchored; the order says source: ingest), the reputation delta (at most once, counted only in this project\'s own view), order.accepted and order.settled. A receipt that is not a well-formed compact JWS is 400 RECEIPT_MALFORMED.',
     metadata: ingestMeta('ingestOrder'),
   },
   decision: {

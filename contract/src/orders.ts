@@ -4,8 +4,20 @@ import { ErrorBody } from './errors.js';
 import { Decision, MandateType, SessionView, SettleAccepted, Total } from './agent.js';
 import { TrustTier } from './policy.js';
 
+/**
+ * Where an order came from. `hosted`: this service ran the gate and settled the payment itself
+ * (its receipt verifies against the merchant's JWKS). `ingest`: reported through `/v1/ingest/*`
+ * by a self-hosted checkout with an `ingest:write` key; the service verified neither the payment
+ * nor the receipt. Fulfil a paid order only when it is `hosted` (docs/webhooks.md, "Fulfilling an order").
+ */
+export const OrderSource = z
+  .enum(['hosted', 'ingest'])
+  .describe('hosted: gated and settled by this service; ingest: reported by a self-hosted checkout through /v1/ingest (payment and receipt not verified by this service).');
+export type OrderSource = z.infer<typeof OrderSource>;
+
 export const Order = z.object({
   id: z.string(),
+  source: OrderSource,
   session_id: z.string(),
   merchant_id: z.string(),
   agent_id: z.string(),
@@ -28,6 +40,7 @@ export type Order = z.infer<typeof Order>;
  */
 export const OrderEventObject = Order.pick({
   id: true,
+  source: true,
   session_id: true,
   merchant_id: true,
   agent_id: true,

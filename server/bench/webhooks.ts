@@ -64,6 +64,7 @@ export async function benchWebhooks(opts: WebhookBenchOptions = {}): Promise<str
     );
     const object: OrderEventObject = {
       id: 'ord_bench',
+      source: 'hosted',
       session_id: 'sess_bench',
       merchant_id: 'mrch_bench',
       agent_id: '00000000-0000-4000-8000-000000000000',

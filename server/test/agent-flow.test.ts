@@ -48,7 +48,8 @@ describe('agent happy path', () => {
     const orders = await app.request('GET', '/v1/orders', { key });
     expect(orders.body.data[0]).toMatchObject({ id: settle.body.order_id, decision: 'accept', settlement_ref: settle.body.fulfillment.reference });
 
-    const rep = await app.request('GET', `/v1/reputation/agent/${agent}`);
+    // The merchant's test key reads test mode, where this purchase counted.
+    const rep = await app.request('GET', `/v1/reputation/agent/${agent}`, { key });
     expect(rep.body).toEqual({ agentId: agent, score: 510, tier: 'standard', known: true });
 
     const again = await app.request('POST', `${base}/agent/checkout/${co.body.session_id}/settle`, { body: payment });

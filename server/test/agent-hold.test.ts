@@ -14,7 +14,8 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.stop());
 
-const reputationOf = async (agent: string) => (await app.request('GET', `/v1/reputation/agent/${agent}`)).body;
+/** The agent's test-mode score (a test key reads test mode; a read without a key answers live). */
+const reputationOf = async (agent: string) => (await app.request('GET', `/v1/reputation/agent/${agent}`, { key: shop.key })).body;
 
 /** Opens and settles a session for a new agent: it is held. */
 async function heldSession(): Promise<{ s: Session; agent: string; res: Awaited<ReturnType<typeof payX402>>['res']; payment: unknown }> {

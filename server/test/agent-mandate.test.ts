@@ -88,7 +88,7 @@ describe('svc mandates', () => {
     expectRejected(second.res, 'MANDATE_REPLAY');
     expect((await ordersOf(app, second.s.id))[0]).toMatchObject({ decision: 'reject', mandate_type: 'svc' });
     // 500 + 10 for the purchase - 25 for the replay attempt.
-    expect((await app.request('GET', `/v1/reputation/agent/${agent}`)).body.score).toBe(485);
+    expect((await app.request('GET', `/v1/reputation/agent/${agent}`, { key: shop.key })).body.score).toBe(485);
   });
 
   it('GIVEN one mandate WHEN two sessions settle with it at the same moment THEN one is accepted and the other is MANDATE_REPLAY', async () => {

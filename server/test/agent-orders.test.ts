@@ -39,6 +39,7 @@ describe('order feed', () => {
     expect(first.body.data.map((o: any) => o.id)).toEqual(all.slice(0, 50));
     expect(first.body.data[0]).toEqual({
       id: all[0],
+      source: 'hosted',
       session_id: expect.stringMatching(/^sess_/),
       merchant_id: shopB.merchant.id,
       agent_id: expect.stringMatching(/^[0-9a-f-]{36}$/),

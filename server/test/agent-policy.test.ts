@@ -38,7 +38,7 @@ async function buy(base: string, agent: string, items: Array<{ sku: string; qty:
 
 describe('policy rejections through HTTP (403)', () => {
   it('GIVEN maxPerTransactionUsd WHEN a cart is over it THEN OVER_PER_TX_CAP, recorded as a rejected order with an order.rejected event; at the cap it is accepted', async () => {
-    const { base } = await shopWith({ maxPerTransactionUsd: 9 });
+    const { key, base } = await shopWith({ maxPerTransactionUsd: 9 });
     const agent = agentId();
     const { s, res } = await buy(base, agent, [{ sku: 'coffee', qty: 3 }]);
     expectRejected(res, ['OVER_PER_TX_CAP']);
@@ -56,7 +56,7 @@ describe('policy rejections through HTTP (403)', () => {
     // Nothing was captured, so the authorization's nonce is not held.
     expect(await sql(app, 'select 1 from payment_nonces where session_id = ?', [s.id])).toHaveLength(0);
     // A rejection costs the agent 15.
-    expect((await app.request('GET', `/v1/reputation/agent/${agent}`)).body.score).toBe(485);
+    expect((await app.request('GET', `/v1/reputation/agent/${agent}`, { key })).body.score).toBe(485);
 
     const atCap = await buy(base, agentId(), [{ sku: 'coffee', qty: 2 }]);
     expect(atCap.s.created.body.total.total).toBe('9.00');

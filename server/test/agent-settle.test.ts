@@ -16,7 +16,8 @@ beforeAll(async () => {
 afterAll(async () => app?.stop());
 
 const nonce = () => `0x${randomBytes(32).toString('hex')}` as Hex;
-const reputationOf = async (agent: string) => (await app.request('GET', `/v1/reputation/agent/${agent}`)).body;
+/** The agent's test-mode score (a test key reads test mode; a read without a key answers live). */
+const reputationOf = async (agent: string) => (await app.request('GET', `/v1/reputation/agent/${agent}`, { key: shop.key })).body;
 
 /** THEN-helper for a 402: exactly {status, reason_codes, error_human} with the one code. */
 function expectPaymentInvalid(res: { status: number; body: any; text: string }, code: string) {
@@ -81,6 +82,7 @@ describe('accepted settle and its receipt', () => {
       expect(payload).toMatchObject({ id: expect.stringMatching(/^evt_/), livemode: false, api_version: 'v1', created: expect.any(Number) });
       expect(payload.data.object).toEqual({
         id: res.body.order_id,
+        source: 'hosted',
         session_id: s.id,
         merchant_id: shop.merchant.id,
         agent_id: agent,

@@ -83,8 +83,10 @@ describe('POST /v1/ingest/order', () => {
     expect(again.status).toBe(201);
     expect(again.body).toEqual({ order_id: r.body.order_id, receipt_id: r.body.receipt_id, event_ids: [], replayed: true });
     expect(await events(s.id)).toHaveLength(2);
-    const rep = await app.request('GET', `/v1/reputation/agent/${s.agentId}`);
-    expect(rep.body.score).toBe(510);
+    // The report counts in this project's own view only; the shared score of the mode is untouched.
+    expect((await app.request('GET', `/v1/reputation/agent/${s.agentId}`, { key })).body).toEqual({ agentId: s.agentId, score: 510, tier: 'standard', known: true });
+    const stranger = await app.key('test');
+    expect((await app.request('GET', `/v1/reputation/agent/${s.agentId}`, { key: stranger })).body).toEqual({ agentId: s.agentId, score: 500, tier: 'standard', known: false });
   });
 
   it('GIVEN an unknown merchant WHEN ingested twice THEN only reputation moves, once, and the replay has the reputation-only form', async () => {
@@ -116,7 +118,7 @@ describe('POST /v1/ingest/order', () => {
     expect(results.filter((r) => r.body.replayed !== true)).toHaveLength(1);
     const rows = await app.services.orm.em.fork().execute('select id from orders where session_id = ?', [s.id]);
     expect(rows).toHaveLength(1);
-    expect((await app.request('GET', `/v1/reputation/agent/${s.agentId}`)).body.score).toBe(510);
+    expect((await app.request('GET', `/v1/reputation/agent/${s.agentId}`, { key })).body.score).toBe(510);
   });
 });
 

@@ -314,7 +314,7 @@ describe('live mode on a real chain (onchain facilitator)', () => {
       session: { settledAt: new Date(), orderId: 'ord_late', receiptId: 'rcpt_late', receiptJws: 'x', settlementRef: tx!.tx_hash, verdict: null, settlePaymentHash: 'x', settleStatus: 200, settleResponse: '{}', policyVersion: 9, policyHash: 'x', payment: null },
       events: app.services.events.prepare([{ type: 'order.settled', projectId: 'proj_x', merchantId, livemode: true, object: { id: 'ord_late' } as never }]).rows,
       fanOutCtes: app.services.events.fanOutCtes,
-      deltas: [{ sessionId: `${s.id}_late`, subjectType: 'agent', subjectId: 'late', delta: 10, reason: 'accepted' }],
+      deltas: [{ sessionId: `${s.id}_late`, livemode: true, subjectType: 'agent', subjectId: 'late', delta: 10, reason: 'accepted' }],
       neutralScore: 500,
     });
     expect(late).toEqual({ accepted: false, fanned: [] });

@@ -142,7 +142,7 @@ describe('event bytes are written once, where they are delivered', () => {
     const [frozen] = await sql<{ body: string }>(app, 'select body from webhook_event_bodies where event_id = ?', [settled.id]);
     const body = JSON.parse(frozen!.body);
     expect(Object.keys(body)).toEqual(['id', 'type', 'created', 'livemode', 'api_version', 'data']);
-    expect(Object.keys(body.data.object)).toEqual(['id', 'session_id', 'merchant_id', 'agent_id', 'total', 'items', 'rail_name', 'settlement_ref', 'receipt_id', 'mandate_type', 'mandate_ref', 'trust_tier']);
+    expect(Object.keys(body.data.object)).toEqual(['id', 'source', 'session_id', 'merchant_id', 'agent_id', 'total', 'items', 'rail_name', 'settlement_ref', 'receipt_id', 'mandate_type', 'mandate_ref', 'trust_tier']);
     expect(Object.keys(body.data.object.total)).toEqual(['currency', 'subtotal', 'tax', 'total']);
   });
 });

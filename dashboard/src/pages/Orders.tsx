@@ -72,7 +72,14 @@ export function OrdersPage() {
                         <RouterAnchor to={ws.to(`orders/${o.session_id}`)}>{o.id}</RouterAnchor>
                       </Table.Td>
                       <Table.Td>
-                        <DecisionBadge decision={o.decision} />
+                        <Group gap={4} wrap="nowrap">
+                          <DecisionBadge decision={o.decision} />
+                          {o.source === 'ingest' && (
+                            <Badge variant="outline" color="gray" title="Reported through /v1/ingest by a self-hosted checkout: this service did not settle it or sign its receipt.">
+                              ingested
+                            </Badge>
+                          )}
+                        </Group>
                       </Table.Td>
                       <Table.Td>{money(o.total)}</Table.Td>
                       <Table.Td>

@@ -3,7 +3,8 @@ import type { RouteMeta } from '@svc/contract';
 import { authenticate } from '../modules/accounts/service.js';
 import { authenticateSession } from '../modules/auth/service.js';
 import { ApiError } from '../lib/errors.js';
-import { ctxOf } from './context.js';
+import { ctxOf, type AuthContext } from './context.js';
+import type { Em } from '../db/orm.js';
 import { isSameOrigin, sessionCookieOf } from './session-cookie.js';
 import { isLoopback } from '../modules/operator/channel.js';
 
@@ -57,4 +58,31 @@ export async function authMiddleware(req: Request, _res: Response, next: NextFun
   } catch (err) {
     next(err);
   }
+}
+
+/**
+ * The caller of a public route that answers a known caller in its own terms (the reputation
+ * reads answer in the key's mode and project): the first credential present decides, a Bearer
+ * API key, else `X-Svc-Api-Key` (the legacy header), else the signed-in session cookie (the
+ * dashboard, with Svc-Mode and Svc-Project). Lenient: a missing, malformed, unknown or revoked
+ * credential is no caller (null), never an error. Reads through `em`, the caller's own.
+ */
+export function lenientCaller(req: Request): (em: Em) => Promise<AuthContext | null> {
+  const { services } = ctxOf(req);
+  return async (em) => {
+    try {
+      const bearer = req.headers.authorization;
+      if (bearer !== undefined) {
+        const m = /^Bearer\s+(\S+)\s*$/i.exec(bearer);
+        return m ? await authenticate(em, m[1]!, services.now()) : null;
+      }
+      const legacy = req.get('x-svc-api-key');
+      if (legacy !== undefined) return await authenticate(em, legacy.trim(), services.now());
+      const token = sessionCookieOf(req);
+      if (token !== undefined) return await authenticateSession(em, token, services.now(), { mode: req.get('svc-mode'), projectId: req.get('svc-project') });
+      return null;
+    } catch {
+      return null;
+    }
+  };
 }

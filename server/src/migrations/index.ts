@@ -10,6 +10,8 @@ import { Migration20261123000050Accounts } from './Migration20261123000050Accoun
 import { Migration20261124000010DashboardApi } from './Migration20261124000010DashboardApi.js';
 import { Migration20261125000020AgentConfigNotify } from './Migration20261125000020AgentConfigNotify.js';
 import { Migration20261126000010SettledOrderFkDeferred } from './Migration20261126000010SettledOrderFkDeferred.js';
+import { Migration20261126000010ReputationByMode } from './Migration20261126000010ReputationByMode.js';
+import { Migration20261126000010OrderSource } from './Migration20261126000010OrderSource.js';
 import { Migration20261126000020MerchantClaims } from './Migration20261126000020MerchantClaims.js';
 
 /** Every migration in order; listed explicitly so bundling or tsx never depends on a glob. */
@@ -26,5 +28,7 @@ export const migrationsList = [
   { name: 'Migration20261124000010DashboardApi', class: Migration20261124000010DashboardApi },
   { name: 'Migration20261125000020AgentConfigNotify', class: Migration20261125000020AgentConfigNotify },
   { name: 'Migration20261126000010SettledOrderFkDeferred', class: Migration20261126000010SettledOrderFkDeferred },
+  { name: 'Migration20261126000010ReputationByMode', class: Migration20261126000010ReputationByMode },
+  { name: 'Migration20261126000010OrderSource', class: Migration20261126000010OrderSource },
   { name: 'Migration20261126000020MerchantClaims', class: Migration20261126000020MerchantClaims },
 ];

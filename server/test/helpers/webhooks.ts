@@ -89,6 +89,7 @@ export function orderObject(merchantId: string, overrides: Partial<OrderEventObj
   const suffix = ulid().toLowerCase();
   return {
     id: `ord_${suffix}`,
+    source: 'hosted',
     session_id: `sess_${suffix}`,
     merchant_id: merchantId,
     agent_id: randomUUID(),

@@ -16,7 +16,7 @@ import { evaluatePolicy, trustTier, type Verdict } from '../gate/verdict.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity } from '../orders/entity.js';
 import { policyHash } from '../policy/service.js';
-import { applyOutcome, reputationOfScore, subjectKey, type Reputation } from '../reputation/service.js';
+import { applyOutcome, reputationOf, subjectKey, type Reputation } from '../reputation/service.js';
 import { presentOrderEvent } from '../orders/present.js';
 import { newOrder, storeSettleResult, writeAccepted, writeAcceptedFresh, type AcceptedResult, type GateContext } from '../settlement/accepted.js';
 import { attemptFields, driveAttempt, markSettled, type AttemptOutcome } from '../settlement/engine.js';
@@ -182,8 +182,14 @@ async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: Set
         if (proof) await reserveNonce(tx, now, locked, proof);
       } else {
         // The gate's reads and the authorization's replay reservation: one statement.
-        const inputs = await readGateInputs(tx, { id: locked.id, merchantId: locked.merchantId, agentId: locked.agentId, agentSubject: subjectKey(locked.agentId) }, nonceKey, now);
-        const reputation = reputationOfScore(inputs.agentScore);
+        const inputs = await readGateInputs(
+          tx,
+          { id: locked.id, merchantId: locked.merchantId, agentId: locked.agentId, agentSubject: subjectKey(locked.agentId), livemode: m.livemode, projectId: m.projectId },
+          nonceKey,
+          now,
+        );
+        // The merchant's project's view in its mode: the shared score plus the project's own ingest reports.
+        const reputation = reputationOf(inputs.agentReputation);
         const tierNow = trustTier(mandate, reputation.known);
         if (mandate.present && !mandate.ok) {
           return done(await finishRejected(tx, ctx, m, locked, paymentHash, body, [mandate.code ?? 'MANDATE_MALFORMED'], mandate.human, tierNow, mandate, 'rejected'));
@@ -214,7 +220,7 @@ async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: Set
   } catch (err) {
     if (err instanceof CaptureFailure) {
       const outcome = err.code === 'NONCE_ALREADY_USED' ? 'replay_attempt' : 'payment_invalid';
-      await em.fork().transactional((tx) => applyOutcome(tx, s.id, 'agent', s.agentId, outcome, services.now()));
+      await em.fork().transactional((tx) => applyOutcome(tx, s.livemode, s.id, 'agent', s.agentId, outcome, services.now()));
       return paymentInvalid(err.code, err.human);
     }
     throw err;
@@ -335,7 +341,7 @@ async function beginCapture(
 }
 
 async function recordPaymentInvalid(em: Em, now: Date, s: SessionRow, result: SettleResult): Promise<SettleResult> {
-  await em.fork().transactional((tx) => applyOutcome(tx, s.id, 'agent', s.agentId, 'payment_invalid', now));
+  await em.fork().transactional((tx) => applyOutcome(tx, s.livemode, s.id, 'agent', s.agentId, 'payment_invalid', now));
   return result;
 }
 
@@ -362,7 +368,7 @@ async function finishRejected(
   s.verdict = verdict ?? { decision: 'reject', tier, reasonCodes: codes, signals: { mandateType: mandate.type } };
   const order = newOrder(tx, now, m, s, 'reject', tier, { ...mandate, ref: mandate.ok ? mandate.ref : null });
   s.orderId = order.id;
-  await applyOutcome(tx, s.id, 'agent', s.agentId, outcome, now);
+  await applyOutcome(tx, s.livemode, s.id, 'agent', s.agentId, outcome, now);
   const result = rejected(codes, human ?? (codes.length > 1 ? `Rejected by the gate: ${codes.join(', ')}.` : undefined));
   storeSettleResult(s, paymentHash, result);
   await tx.flush();
@@ -383,7 +389,7 @@ async function finishHeld(tx: Em, ctx: Ctx, m: MerchantRow, s: SessionRow, payme
   s.gate = gate as unknown as Record<string, unknown>;
   const order = newOrder(tx, now, m, s, 'hold', gate.verdict.tier, gate.mandate);
   s.orderId = order.id;
-  await applyOutcome(tx, s.id, 'agent', s.agentId, 'held', now);
+  await applyOutcome(tx, s.livemode, s.id, 'agent', s.agentId, 'held', now);
   const result: SettleResult = {
     status: 202,
     body: {
@@ -413,7 +419,7 @@ export async function rejectHeld(tx: Em, services: Pick<Services, 'now' | 'event
   s.gate = null;
   s.verdict = { ...(s.verdict ?? { tier: order?.trustTier ?? 'cautious', signals: {} }), decision: 'reject', reasonCodes: [code] } as SessionRow['verdict'];
   if (order) order.decision = 'reject';
-  if (opts.penalize) await applyOutcome(tx, s.id, 'agent', s.agentId, 'rejected', now);
+  if (opts.penalize) await applyOutcome(tx, s.livemode, s.id, 'agent', s.agentId, 'rejected', now);
   if (s.settlePaymentHash) storeSettleResult(s, s.settlePaymentHash, rejected([code]));
   await tx.flush();
   if (order) await services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type: 'order.rejected', object: presentOrderEvent(order), now });

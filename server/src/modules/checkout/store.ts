@@ -74,8 +74,8 @@ export async function sessionRowById(em: Em, sessionId: string): Promise<Record<
 }
 
 export type GateInputs = {
-  /** The agent's stored score, or null for an unknown agent. */
-  agentScore: number | null;
+  /** The agent's shared score in the session's mode (null: unknown there), and the merchant's project's own adjustment to it from its ingest reports (null: none). */
+  agentReputation: { score: number | null; adjustment: number | null };
   velocity: { lastHour: number; lastDay: number; daySpend: string };
   policy: { version: number; hash: string; body: Record<string, unknown> } | null;
   /** The session holding the authorization's nonce (this one when the reservation won); null without a nonce. */
@@ -85,18 +85,20 @@ export type GateInputs = {
 /**
  * Everything the gate reads, and the authorization's replay reservation, in one statement
  * taken after `lockSessionForGate` (so its snapshot sees every earlier gate of this agent):
- * the agent's reputation score, the velocity window (accepted and in-flight sessions of the agent at the merchant in the rolling hour and day, on the injected clock that wrote `created_at`), the merchant's
+ * the agent's reputation as the merchant's project sees it in the session's mode (the shared score
+ * and the project's own ingest adjustment), the velocity window (accepted and in-flight sessions of the agent at the merchant in the rolling hour and day, on the injected clock that wrote `created_at`), the merchant's
  * active policy, and the insert-or-nothing into `payment_nonces` (see `reservePaymentNonce`).
- * It reads `reputation` and `policy_versions` on purpose (docs/contributing.md, "Data access").
+ * It reads `reputation`, `reputation_adjustments` and `policy_versions` on purpose (docs/contributing.md, "Data access").
  */
 export async function readGateInputs(
   tx: Em,
-  s: { id: string; merchantId: string; agentId: string; agentSubject: string },
+  s: { id: string; merchantId: string; agentId: string; agentSubject: string; livemode: boolean; projectId: string },
   nonce: NonceKey | null,
   now: Date,
 ): Promise<GateInputs> {
   const rows = await runSql<{
     score: number | null;
+    adjustment: number | null;
     last_hour: string | number;
     last_day: string | number;
     day_spend: string | null;
@@ -117,17 +119,21 @@ export async function readGateInputs(
        from checkout_sessions
        where merchant_id = $2 and agent_id = $3::uuid and id <> $1 and state in ('accepted', 'held', 'approved', 'settling')
          and created_at > $5::timestamptz - interval '1 day')
-     select (select score from reputation where subject_type = 'agent' and subject_id = $4) as score,
+     select (select score from reputation where livemode = $9 and subject_type = 'agent' and subject_id = $4) as score,
+            (select adjustment from reputation_adjustments where project_id = $10 and livemode = $9 and subject_type = 'agent' and subject_id = $4) as adjustment,
             v.last_hour, v.last_day, v.day_spend,
             p.version as policy_version, p.hash as policy_hash, p.body::text as policy_body,
             coalesce((select session_id from won), (select session_id from payment_nonces where chain = $6 and payer = $7 and nonce = $8)) as nonce_holder
      from velocity v left join policy_versions p on p.merchant_id = $2 and p.active`,
-    [s.id, s.merchantId, s.agentId, s.agentSubject, now, nonce?.chain ?? null, nonce?.payer ?? null, nonce?.nonce ?? null],
+    [s.id, s.merchantId, s.agentId, s.agentSubject, now, nonce?.chain ?? null, nonce?.payer ?? null, nonce?.nonce ?? null, s.livemode, s.projectId],
   );
   const r = rows[0]!;
   const body = typeof r.policy_body === 'string' ? (JSON.parse(r.policy_body) as Record<string, unknown>) : null;
   return {
-    agentScore: r.score === null || r.score === undefined ? null : Number(r.score),
+    agentReputation: {
+      score: r.score === null || r.score === undefined ? null : Number(r.score),
+      adjustment: r.adjustment === null || r.adjustment === undefined ? null : Number(r.adjustment),
+    },
     velocity: { lastHour: Number(r.last_hour), lastDay: Number(r.last_day), daySpend: r.day_spend ?? '0' },
     policy: r.policy_version === null || r.policy_version === undefined ? null : { version: Number(r.policy_version), hash: r.policy_hash!, body: body ?? {} },
     nonceHolder: nonce ? r.nonce_holder : undefined,

@@ -1,6 +1,6 @@
-import { decodeJwt } from 'jose';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
+import { IngestReceipt, TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
 import type { AuthContext, Ctx } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
@@ -9,7 +9,7 @@ import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
 import { presentOrderEvent } from '../orders/present.js';
-import { applyOutcome, readReputation } from '../reputation/service.js';
+import { applyReportedOutcome, projectView, readReputation } from '../reputation/service.js';
 import { claimIngestReport, findIngestReport, sessionIdTakenElsewhere, setIngestReportOrder, upsertIngestedSession } from './store.js';
 
 type Authed = Ctx & { auth: AuthContext };
@@ -57,6 +57,31 @@ function newIngestOrder(tx: Em, now: Date, m: MerchantRow, session: IngestSessio
 }
 
 /**
+ * The claims of a self-hosted deployment's receipt, once its shape is that of a compact JWS:
+ * three base64url segments (the contract's IngestReceipt), a protected header that is a JSON
+ * object naming an `alg` other than `none`, and a payload that is a JSON object (jose decodes
+ * both). Anything else is 400 RECEIPT_MALFORMED. The signature is not verified: it is the
+ * deployment's own key, which this service does not hold (docs/decisions.md, "Ingested orders say so").
+ */
+function receiptClaimsOf(jws: string): Record<string, unknown> {
+  if (!IngestReceipt.safeParse(jws).success) throw new ApiError('RECEIPT_MALFORMED', 'receipt: must be three base64url segments separated by dots (a compact JWS).');
+  let alg: unknown;
+  try {
+    alg = decodeProtectedHeader(jws).alg;
+  } catch {
+    throw new ApiError('RECEIPT_MALFORMED', 'receipt: the first segment is not a base64url JSON object (the JWS header).');
+  }
+  if (typeof alg !== 'string' || alg === '' || alg.toLowerCase() === 'none') {
+    throw new ApiError('RECEIPT_MALFORMED', 'receipt: the JWS header must name the signature algorithm (alg), and not "none".');
+  }
+  try {
+    return decodeJwt(jws) as Record<string, unknown>;
+  } catch {
+    throw new ApiError('RECEIPT_MALFORMED', 'receipt: the second segment is not a base64url JSON object (the JWS payload).');
+  }
+}
+
+/**
  * Ingest writes only rows ingest wrote for the same project and mode (and merchant, when
  * anchored). A session id that is a hosted checkout session, or whose order or reports
  * belong to another project, mode or merchant, is refused with one 409
@@ -90,6 +115,7 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
   const { session } = input;
   if (session.state !== 'accepted') throw new ApiError('VALIDATION_FAILED', `body.session.state: must be "accepted" to ingest an order, got ${JSON.stringify(session.state ?? null)}.`);
   const agentId = requireAgent(session);
+  const claims = receiptClaimsOf(input.receipt);
   const now = ctx.services.now();
   return refusingCollisions(() => ctx.em.transactional(async (tx) => {
     const m = await anchor(tx, ctx.auth, session.merchantId);
@@ -97,7 +123,7 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
     if (!(await claimIngestReport(tx, ctx.auth, { kind: 'order', sessionId: session.id, agentId, merchantId: m?.id ?? null, decision: 'accept', now }))) {
       const prior = await findIngestReport(tx, ctx.auth, 'order', session.id);
       if (prior.order_id) return { order_id: prior.order_id, receipt_id: prior.receipt_id, event_ids: [], replayed: true as const };
-      const rep = await readReputation(tx, 'agent', prior.agent_id);
+      const rep = await readReputation(tx, projectView(ctx.auth), 'agent', prior.agent_id);
       return { order_id: null, receipt_id: null, event_ids: [], replayed: true as const, reputation_score: rep.score };
     }
     let orderId: string | null = null;
@@ -112,12 +138,6 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
       order.settlementRef = input.settlement.reference;
       order.receiptId = receiptId;
       await tx.flush();
-      let claims: Record<string, unknown> = {};
-      try {
-        claims = decodeJwt(input.receipt) as Record<string, unknown>;
-      } catch {
-        claims = {};
-      }
       tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: session.id, merchantId: m.id, jws: input.receipt, claims, createdAt: now });
       await tx.flush();
       orderId = order.id;
@@ -126,10 +146,10 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
         const evt = await ctx.services.events.record(tx, { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, type, object, now });
         eventIds.push(evt.id);
       }
-      await applyOutcome(tx, session.id, 'merchant', m.id, 'settled_merchant', now);
+      await applyReportedOutcome(tx, ctx.auth, session.id, 'merchant', m.id, 'settled_merchant', now);
       await setIngestReportOrder(tx, ctx.auth, 'order', session.id, { orderId, receiptId });
     }
-    const rep = await applyOutcome(tx, session.id, 'agent', agentId, 'accepted', now);
+    const rep = await applyReportedOutcome(tx, ctx.auth, session.id, 'agent', agentId, 'accepted', now);
     return { order_id: orderId, receipt_id: receiptId, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } };
   }));
 }
@@ -146,7 +166,7 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
     await assertIngestible(tx, ctx.auth, session.id, m?.id ?? null);
     if (!(await claimIngestReport(tx, ctx.auth, { kind: 'decision', sessionId: session.id, agentId, merchantId: m?.id ?? null, decision, now }))) {
       const prior = await findIngestReport(tx, ctx.auth, 'decision', session.id);
-      const rep = await readReputation(tx, 'agent', prior.agent_id);
+      const rep = await readReputation(tx, projectView(ctx.auth), 'agent', prior.agent_id);
       return {
         ok: true as const,
         decision: prior.decision as 'reject' | 'hold',
@@ -175,7 +195,7 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
       eventIds.push(evt.id);
       await setIngestReportOrder(tx, ctx.auth, 'decision', session.id, { orderId: order.id });
     }
-    const rep = await applyOutcome(tx, session.id, 'agent', agentId, decision === 'hold' ? 'held' : 'rejected', now);
+    const rep = await applyReportedOutcome(tx, ctx.auth, session.id, 'agent', agentId, decision === 'hold' ? 'held' : 'rejected', now);
     return { ok: true as const, decision, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } };
   }));
 }

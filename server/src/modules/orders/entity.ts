@@ -1,5 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
-import type { Decision, MandateType, OrderEventObject, Total, TrustTier } from '@svc/contract';
+import type { Decision, MandateType, OrderEventObject, OrderSource, Total, TrustTier } from '@svc/contract';
 import { SettlementAttemptEntity } from '../settlement/entity.js';
 
 export const OrderEntity = defineEntity({
@@ -22,7 +22,8 @@ export const OrderEntity = defineEntity({
     mandateRef: p.string().nullable(),
     trustTier: p.string().$type<TrustTier>(),
     buyer: p.json<Record<string, unknown>>().nullable(),
-    source: p.string().default('hosted'),
+    /** `hosted` (gated and settled here) or `ingest` (reported by a self-hosted checkout); every insert names it (no default). */
+    source: p.string().$type<OrderSource>(),
     /**
      * Accepted hosted orders: the settled attempt that moved the funds (a constraint requires it).
      * A relation mapped to its key: one flush inserts the attempt before the order.

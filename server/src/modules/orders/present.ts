@@ -5,6 +5,7 @@ import type { OrderRow } from './entity.js';
 export function presentOrder(o: OrderRow): Order {
   return {
     id: o.id,
+    source: o.source,
     session_id: o.sessionId,
     merchant_id: o.merchantId,
     agent_id: o.agentId,
@@ -24,6 +25,7 @@ export function presentOrder(o: OrderRow): Order {
 export function presentOrderEvent(o: OrderRow): OrderEventObject {
   return {
     id: o.id,
+    source: o.source,
     session_id: o.sessionId,
     merchant_id: o.merchantId,
     agent_id: o.agentId,
@@ -46,6 +48,7 @@ export function presentOrderEvent(o: OrderRow): OrderEventObject {
 export function reorderOrderEventObject(o: OrderEventObject): OrderEventObject {
   return {
     id: o.id,
+    source: o.source,
     session_id: o.session_id,
     merchant_id: o.merchant_id,
     agent_id: o.agent_id,

@@ -2,43 +2,79 @@ import type { Em } from '../../db/orm.js';
 import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
 
 /**
- * Data access for `reputation` and `reputation_events` (SQL only: a delta is applied at most
- * once with an insert-or-nothing on the event's primary key, and the score moves with one
- * atomic, clamped upsert; both run on the settle path).
+ * Data access for `reputation`, `reputation_events` and `reputation_adjustments` (SQL only: a
+ * delta is applied at most once with an insert-or-nothing on the event's primary key, and the
+ * score moves with one atomic, clamped upsert; both run on the settle path).
+ *
+ * Every row belongs to one mode (`livemode`). `reputation` holds the shared score of a mode,
+ * moved only by outcomes the service observed itself; `reputation_adjustments` holds what one
+ * project's ingest reports added to it, read only by that project (docs/decisions.md).
  */
 
-export async function findReputationScore(em: Em, subjectType: string, subjectId: string): Promise<number | undefined> {
-  const rows = await em.execute<Array<{ score: number }>>('select score from reputation where subject_type = ? and subject_id = ?', [subjectType, subjectId]);
-  return rows[0] ? Number(rows[0].score) : undefined;
+/** Whose score is read: the shared score of a mode, or one project's view of it (plus its own reports). */
+export type ReputationView = { livemode: boolean; projectId: string | null };
+
+/** A subject's stored shared score and the viewer's adjustment (null: no row). */
+export type StoredReputation = { score: number | null; adjustment: number | null };
+
+export async function findReputation(em: Em, view: ReputationView, subjectType: string, subjectId: string): Promise<StoredReputation> {
+  const rows = await runSql<{ score: number | null; adjustment: number | null }>(
+    em,
+    `select (select score from reputation where livemode = $1 and subject_type = $2 and subject_id = $3) as score,
+            (select adjustment from reputation_adjustments where project_id = $4 and livemode = $1 and subject_type = $2 and subject_id = $3) as adjustment`,
+    [view.livemode, subjectType, subjectId, view.projectId],
+  );
+  return storedOf(rows[0]);
 }
 
-export type ReputationDelta = { sessionId: string; subjectType: string; subjectId: string; delta: number; reason: string };
+/**
+ * A merchant's score, in the merchant's own mode (a merchant id belongs to one mode); the
+ * viewer's adjustment counts when the viewer is a project. Undefined: no such merchant.
+ */
+export async function findMerchantReputation(em: Em, viewerProjectId: string | null, merchantId: string): Promise<StoredReputation | undefined> {
+  const rows = await runSql<{ score: number | null; adjustment: number | null }>(
+    em,
+    `select (select score from reputation r where r.livemode = m.livemode and r.subject_type = 'merchant' and r.subject_id = m.id) as score,
+            (select adjustment from reputation_adjustments a
+              where a.project_id = $2 and a.livemode = m.livemode and a.subject_type = 'merchant' and a.subject_id = m.id) as adjustment
+     from merchants m where m.id = $1`,
+    [merchantId, viewerProjectId],
+  );
+  return rows[0] ? storedOf(rows[0]) : undefined;
+}
+
+const storedOf = (r: { score: number | null; adjustment: number | null } | undefined): StoredReputation => ({
+  score: r?.score === null || r?.score === undefined ? null : Number(r.score),
+  adjustment: r?.adjustment === null || r?.adjustment === undefined ? null : Number(r.adjustment),
+});
+
+export type ReputationDelta = { sessionId: string; livemode: boolean; subjectType: string; subjectId: string; delta: number; reason: string };
 
 /**
- * The CTEs that apply reputation deltas, for a statement of the caller's: each (session,
- * subject, reason) counts once (`reputation_events` is unique on it), and only what was newly
- * recorded moves a score, clamped to 0..1000, from `neutral` for a new subject. They end in
- * `rep_scores(subject_type, subject_id, score)`. `guard`, an SQL condition, keeps every delta
- * out unless it holds. Values are bound through `b`.
+ * The CTEs that apply reputation deltas to the shared score of their mode, for a statement of
+ * the caller's: each (mode, session, subject, reason) counts once (`reputation_events` is unique
+ * on it), and only what was newly recorded moves a score, clamped to 0..1000, from `neutral` for
+ * a new subject. They end in `rep_scores(livemode, subject_type, subject_id, score)`. `guard`, an
+ * SQL condition, keeps every delta out unless it holds. Values are bound through `b`.
  */
 export function reputationCtes({ $ }: SqlParams, deltas: ReputationDelta[], neutral: number, now: Date, guard = 'true'): string {
   const $neutral = `${$(neutral)}::int`;
   const $now = `${$(now)}::timestamptz`;
   const values = deltas
-    .map((d, i) => `(${i}, ${$(d.sessionId)}::text, ${$(d.subjectType)}::text, ${$(d.subjectId)}::text, ${$(d.delta)}::int, ${$(d.reason)}::text)`)
+    .map((d, i) => `(${i}, ${$(d.livemode)}::boolean, ${$(d.sessionId)}::text, ${$(d.subjectType)}::text, ${$(d.subjectId)}::text, ${$(d.delta)}::int, ${$(d.reason)}::text)`)
     .join(', ');
-  return `rep_d (ord, session_id, subject_type, subject_id, delta, reason) as (select * from (values ${values}) as v where ${guard}),
+  return `rep_d (ord, livemode, session_id, subject_type, subject_id, delta, reason) as (select * from (values ${values}) as v where ${guard}),
      rep_events as (
-       insert into reputation_events (session_id, subject_type, subject_id, delta, reason, created_at)
-       select session_id, subject_type, subject_id, delta, reason, ${$now} from rep_d order by ord
-       on conflict do nothing returning session_id, subject_type, subject_id, reason),
+       insert into reputation_events (livemode, session_id, subject_type, subject_id, delta, reason, created_at)
+       select livemode, session_id, subject_type, subject_id, delta, reason, ${$now} from rep_d order by ord
+       on conflict do nothing returning livemode, session_id, subject_type, subject_id, reason),
      rep_scores as (
-       insert into reputation (subject_type, subject_id, score, outcomes, updated_at)
-       select d.subject_type, d.subject_id, least(1000, greatest(0, ${$neutral} + d.delta)), 1, ${$now}
-       from rep_d d join rep_events i using (session_id, subject_type, subject_id, reason) order by d.ord
-       on conflict (subject_type, subject_id) do update
+       insert into reputation (livemode, subject_type, subject_id, score, outcomes, updated_at)
+       select d.livemode, d.subject_type, d.subject_id, least(1000, greatest(0, ${$neutral} + d.delta)), 1, ${$now}
+       from rep_d d join rep_events i using (livemode, session_id, subject_type, subject_id, reason) order by d.ord
+       on conflict (livemode, subject_type, subject_id) do update
          set score = least(1000, greatest(0, reputation.score + excluded.score - ${$neutral})), outcomes = reputation.outcomes + 1, updated_at = excluded.updated_at
-       returning subject_type, subject_id, score)`;
+       returning livemode, subject_type, subject_id, score)`;
 }
 
 /**
@@ -48,4 +84,30 @@ export function reputationCtes({ $ }: SqlParams, deltas: ReputationDelta[], neut
 export async function applyReputationDeltas(tx: Em, deltas: ReputationDelta[], neutral: number, now: Date): Promise<Array<{ subject_type: string; subject_id: string; score: number }>> {
   const b = sqlParams();
   return runSql(tx, `with ${reputationCtes(b, deltas, neutral, now)} select subject_type, subject_id, score from rep_scores`, b.params);
+}
+
+/**
+ * One delta of a project's ingest report: recorded once in `reputation_events` (with the
+ * project), it moves only that project's adjustment (bounded to ±1000), never the shared score.
+ * One statement; answers the subject's stored score and the new adjustment, or undefined when
+ * this (mode, session, subject type, reason) was recorded before (nothing moved).
+ */
+export async function applyProjectReputationDelta(tx: Em, projectId: string, d: ReputationDelta, now: Date): Promise<StoredReputation | undefined> {
+  const rows = await runSql<{ score: number | null; adjustment: number }>(
+    tx,
+    `with ev as (
+       insert into reputation_events (livemode, session_id, subject_type, subject_id, delta, reason, project_id, created_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8)
+       on conflict do nothing returning livemode, subject_type, subject_id, delta),
+     adj as (
+       insert into reputation_adjustments (project_id, livemode, subject_type, subject_id, adjustment, outcomes, updated_at)
+       select $7, livemode, subject_type, subject_id, delta, 1, $8 from ev
+       on conflict (project_id, livemode, subject_type, subject_id) do update
+         set adjustment = least(1000, greatest(-1000, reputation_adjustments.adjustment + excluded.adjustment)),
+             outcomes = reputation_adjustments.outcomes + 1, updated_at = excluded.updated_at
+       returning adjustment)
+     select (select score from reputation where livemode = $1 and subject_type = $3 and subject_id = $4) as score, adj.adjustment from adj`,
+    [d.livemode, d.sessionId, d.subjectType, d.subjectId, d.delta, d.reason, projectId, now],
+  );
+  return rows[0] ? storedOf(rows[0]) : undefined;
 }

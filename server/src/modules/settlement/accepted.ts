@@ -191,7 +191,7 @@ export async function writeAcceptedFresh(
     session: { ...w.session, policyVersion: s.policyVersion, policyHash: s.policyHash, payment: s.payment },
     events: services.events.prepare(w.events).rows,
     fanOutCtes: services.events.fanOutCtes,
-    deltas: outcomeDeltas(s.id, w.outcomes),
+    deltas: outcomeDeltas(s.id, m.livemode, w.outcomes),
     neutralScore: NEUTRAL_SCORE,
     now,
   });
@@ -223,6 +223,6 @@ export async function writeAccepted(
   // One flush: the attempt (settled), the order, the receipt, and the session's one update.
   await tx.flush();
   await services.events.recordMany(tx, w.events);
-  await applyOutcomes(tx, s.id, w.outcomes, now);
+  await applyOutcomes(tx, s.id, m.livemode, w.outcomes, now);
   return w.result;
 }

@@ -190,7 +190,7 @@ export async function resolveAttempt(
     await releaseAttempt(tx, a, s);
     s.paymentError = { reasonCodes: [outcome.code], errorHuman: outcome.human };
     if (opts.penalize !== false && a.returnState !== 'held') {
-      await applyOutcome(tx, s.id, 'agent', s.agentId, outcome.code === 'NONCE_ALREADY_USED' ? 'replay_attempt' : 'payment_invalid', now);
+      await applyOutcome(tx, s.livemode, s.id, 'agent', s.agentId, outcome.code === 'NONCE_ALREADY_USED' ? 'replay_attempt' : 'payment_invalid', now);
     }
     await tx.flush();
     return { kind: 'failed' as const, code: outcome.code, human: outcome.human, returnState: a.returnState };
