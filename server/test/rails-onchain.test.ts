@@ -3,9 +3,9 @@ import { createWalletClient, http, parseSignature, parseTransaction, type Hex } 
 import { base } from 'viem/chains';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BroadcastRecord } from '../src/rails/types.js';
-import { OnchainFacilitator, type OnchainFacilitatorOptions } from '../src/rails/onchain/facilitator.js';
-import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
-import { ANVIL_DEV_KEY, countingRpcProxy, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
+import { OnchainFacilitator, transferCalldata, type OnchainFacilitatorOptions } from '../src/rails/onchain/facilitator.js';
+import { EIP3009_TOKEN_ABI, MULTICALL3_ABI } from './chain/eip3009-token.artifact.js';
+import { ANVIL_DEV_KEY, countingRpcProxy, MULTICALL3_ADDRESS, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { brokenChecksum, highS, nowSec, parityV, recorder, signedProof, silentLog } from './helpers/payments.js';
 
 const ETH = 10n ** 18n;
@@ -89,8 +89,16 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     const first = await f.settle(used, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast });
     expect(first.status).toBe('settled');
 
+    // The same authorization again: executed as signed, it answers the transaction that carried
+    // it and sends nothing (settle is idempotent on the authorization; the service's replay
+    // reservation is what refuses it to a second session).
+    expect(await f.verify(used, nowSec())).toMatchObject({ ok: true });
+    const replay = recorder();
+    expect(await f.settle(used, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: replay.recordBroadcast })).toEqual(first);
+    expect(replay.records).toEqual([]);
+
     const cases: [string, Awaited<ReturnType<typeof signedProof>>, number, string][] = [
-      ['replayed nonce', used, nowSec(), 'NONCE_ALREADY_USED'],
+      ['nonce spent on another authorization', await signedProof(payer, merchant, 2n * USDC, { nonce: used.authorization.nonce }), nowSec(), 'NONCE_ALREADY_USED'],
       ['unfunded buyer', await signedProof(await fundedPayer(anvil, 0n), merchant, USDC), nowSec(), 'INSUFFICIENT_FUNDS'],
       ['expired (off chain)', await signedProof(payer, merchant, USDC, { validBefore: nowSec() + 3 }), nowSec(), 'PAYMENT_EXPIRED'],
       // the service clock says valid, the chain says expired: the simulation's revert is mapped
@@ -270,6 +278,51 @@ describe('OnchainFacilitator on anvil (automine)', () => {
       }
     });
   }
+
+  it('someone else carried the authorization on chain before us: verify is ok, the settle is settled with their transaction and sends nothing; a settle with no verify before it finds it too', async () => {
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+    const proof = await signedProof(payer, merchant, USDC);
+    const theirs = await anvil.sendAuthorization(proof);
+    expect((await anvil.client.waitForTransactionReceipt({ hash: theirs, pollingInterval: 50 })).status).toBe('success');
+    expect(await f.verify(proof, nowSec())).toMatchObject({ ok: true });
+    const rec = recorder();
+    expect(await f.settle(proof, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast })).toEqual({ status: 'settled', reference: theirs });
+    expect(rec.records).toEqual([]);
+    const fresh = facilitatorOn(anvil, keys.slice(1, 2));
+    const freshRec = recorder();
+    expect(await fresh.settle(proof, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: freshRec.recordBroadcast })).toEqual({ status: 'settled', reference: theirs });
+    expect(freshRec.records).toEqual([]);
+    await fresh.close();
+    expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+    expect(await anvil.usdcBalance(payer.address)).toBe(9n * USDC);
+  });
+
+  it('one transaction that spends our nonce on a payment elsewhere and pays the merchant on another authorization of the payer does not settle ours: the transfer must follow our AuthorizationUsed', async () => {
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+    const elsewhere = payTo();
+    const ours = await signedProof(payer, merchant, USDC);
+    const spoiler = await signedProof(payer, elsewhere, 1n, { nonce: ours.authorization.nonce });
+    const another = await signedProof(payer, merchant, USDC);
+    const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: base, transport: http(anvil.rpcUrl) });
+    const batch = await dev.writeContract({
+      address: MULTICALL3_ADDRESS,
+      abi: MULTICALL3_ABI,
+      functionName: 'tryAggregate',
+      args: [true, [spoiler, another].map((p) => ({ target: USDC_BASE, callData: transferCalldata(p) }))],
+    });
+    expect((await anvil.client.waitForTransactionReceipt({ hash: batch, pollingInterval: 50 })).status).toBe('success');
+    expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+    expect(await anvil.usdcBalance(elsewhere)).toBe(1n);
+
+    const refused = { code: 'NONCE_ALREADY_USED', human: expect.stringContaining(batch) };
+    expect(await f.verify(ours, nowSec())).toEqual({ ok: false, ...refused });
+    expect(await f.settle(ours, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).toEqual({ status: 'failed', ...refused });
+    expect(await f.reconcile({ proof: ours, broadcasts: [], nowSec: nowSec() })).toEqual({ status: 'failed', ...refused });
+    // the authorization the batch did carry to the merchant settles, with that transaction
+    expect(await f.settle(another, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).toEqual({ status: 'settled', reference: batch });
+  });
 
   it('reconcile: nothing recorded is failed; a recorded-but-unsent tx is re-sent while its nonce is free, dead once the nonce is taken', async () => {
     const fac = facilitatorOn(anvil, keys.slice(1, 2));

@@ -7,7 +7,7 @@ import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { CHAINS } from '@svc/contract';
 import { checkProof, type RecoverSigner } from '../lib/eip3009.js';
-import { authorizationAt, chainRead, chainSnapshot, hashesOf, usedAuthorizationOutcome } from './evm-reads.js';
+import { ExecutedAuthorizations, authorizationAt, chainRead, chainSnapshot, hashesOf, judgeUsedBeforeUs, usedAuthorizationOutcome } from './evm-reads.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 
 export type RemoteFacilitatorOptions = {
@@ -105,6 +105,8 @@ export class RemoteFacilitator implements Facilitator {
   private readonly token: Address;
   private readonly chain: 'base';
   private readonly opts: Required<RemoteFacilitatorOptions>;
+  /** Authorizations verify() found carried on chain already, for their settle (no /settle that can only fail). */
+  private readonly executed = new ExecutedAuthorizations();
 
   constructor(private readonly cfg: RemoteFacilitatorConfig) {
     const o = cfg.options ?? {};
@@ -145,19 +147,37 @@ export class RemoteFacilitator implements Facilitator {
       try {
         const res = await this.http(this.opts.requestTimeoutMs).verify(payload, requirements);
         if (res.isValid) return pre;
-        return { ok: false, ...mapX402Reason(res.invalidReason) };
+        return this.refused(pre.proof, res.invalidReason);
       } catch (err) {
-        if (err instanceof VerifyError) return { ok: false, ...mapX402Reason(err.invalidReason) };
+        if (err instanceof VerifyError) return this.refused(pre.proof, err.invalidReason);
         this.cfg.log.warn({ attempt, err: err instanceof Error ? err.name : 'error' }, 'remote facilitator /verify failed');
         if (attempt >= this.opts.attempts) throw new ApiError('FACILITATOR_UNAVAILABLE', 'The remote facilitator did not answer; retry shortly.');
       }
     }
   }
 
+  /**
+   * The facilitator's /verify refused. A used nonce may be this very authorization carried on
+   * chain by someone else (the facilitator's simulation only sees "used"): our node judges it,
+   * and if the merchant was paid exactly as signed the proof is good and its settle takes that
+   * transaction.
+   */
+  private async refused(p: PaymentProof, reason: string | undefined): Promise<VerifyResult> {
+    const refusal = mapX402Reason(reason);
+    if (refusal.code !== 'NONCE_ALREADY_USED') return { ok: false, ...refusal };
+    const judged = await judgeUsedBeforeUs(this.client, this.token, p, this.opts.logLookbackBlocks);
+    if (judged.status === 'failed') return { ok: false, code: judged.code, human: judged.human };
+    this.executed.remember(p, judged.reference);
+    return { ok: true, proof: p };
+  }
+
   async settle(proof: PaymentProof, opts: SettleOptions): Promise<SettleOutcome> {
     const pre = await this.precheck(proof, opts.nowSec);
     if (!pre.ok) return { status: 'failed', code: pre.code, human: pre.human };
     const p = pre.proof;
+    // verify() found it carried on chain already: a /settle could only fail (or broadcast a transaction that reverts)
+    const carried = this.executed.take(p);
+    if (carried) return { status: 'settled', reference: carried };
     const { payload, requirements } = toX402(p, this.opts.maxTimeoutSeconds);
     let res: SettleResponse;
     try {
@@ -182,7 +202,10 @@ export class RemoteFacilitator implements Facilitator {
       const at = await chainSnapshot(this.client);
       if ((await authorizationAt(this.client, this.token, p, at)) === 'used') return usedAuthorizationOutcome(this.client, this.token, p, [tx], this.opts.logLookbackBlocks, at);
     }
-    return { status: 'failed', ...mapX402Reason(res.errorReason) };
+    const refusal = mapX402Reason(res.errorReason);
+    // refused before any broadcast for a used nonce: someone else may have carried this authorization
+    if (refusal.code === 'NONCE_ALREADY_USED') return judgeUsedBeforeUs(this.client, this.token, p, this.opts.logLookbackBlocks);
+    return { status: 'failed', ...refusal };
   }
 
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {

@@ -17,12 +17,14 @@ import { CHAINS } from '@svc/contract';
 import { checkProof, type RecoverSigner } from '../../lib/eip3009.js';
 import {
   USDC_ABI,
+  ExecutedAuthorizations,
   chainRead,
   authorizationAt,
   chainSnapshot,
   type ChainSnapshot,
   hashesOf,
   isRpcUnavailable,
+  judgeUsedBeforeUs,
   mapRevert,
   receiptMovesFunds,
   receiptOf,
@@ -121,6 +123,8 @@ export class OnchainFacilitator implements Facilitator {
   private timer: NodeJS.Timeout | null = null;
   private ticking = false;
   private turn = 0;
+  /** Authorizations verify() found carried on chain by someone else, for their settle. */
+  private readonly executed = new ExecutedAuthorizations();
 
   constructor(private readonly cfg: OnchainFacilitatorConfig) {
     if (cfg.privateKeys.length === 0) throw new Error('OnchainFacilitator needs at least one relayer private key');
@@ -171,6 +175,13 @@ export class OnchainFacilitator implements Facilitator {
       if (isRpcUnavailable(err)) throw rpcUnavailable();
       const reason = revertReason(err);
       const refusal = reason ? mapRevert(reason) : { code: 'CAPTURE_FAILED' as const, human: 'The transfer could not be simulated on chain.' };
+      if (refusal.code === 'NONCE_ALREADY_USED') {
+        // Someone else may have carried this very authorization on chain: then the merchant is paid.
+        const judged = await judgeUsedBeforeUs(this.client, this.token, p, this.opts.logLookbackBlocks);
+        if (judged.status === 'failed') return { ok: false, code: judged.code, human: judged.human };
+        this.executed.remember(p, judged.reference);
+        return { ok: true, proof: p };
+      }
       if (refusal.code === 'INSUFFICIENT_FUNDS') {
         // worth one more read on the refusal path: the figure the agent needs
         const balance = await usdcBalance(this.client, this.token, p.authorization.from).catch(() => null);
@@ -191,6 +202,9 @@ export class OnchainFacilitator implements Facilitator {
     const check = await checkProof(proof, opts.nowSec, this.cfg.recover);
     if (!check.ok) return { status: 'failed', code: check.code, human: check.human };
     const p = check.proof;
+    // verify() found this authorization already carried on chain as signed: nothing to send
+    const carried = this.executed.take(p);
+    if (carried) return { status: 'settled', reference: carried };
     const relayer = pickRelayer(this.relayers, this.turn++);
     const data = transferCalldata(p);
     let gas: bigint;
@@ -204,6 +218,7 @@ export class OnchainFacilitator implements Facilitator {
       if (isRpcUnavailable(err)) throw rpcUnavailable();
       const reason = revertReason(err);
       const m = reason ? mapRevert(reason) : { code: 'CAPTURE_FAILED' as const, human: 'The transfer could not be simulated on chain.' };
+      if (m.code === 'NONCE_ALREADY_USED') return judgeUsedBeforeUs(this.client, this.token, p, this.opts.logLookbackBlocks);
       return { status: 'failed', ...m };
     }
     const fees = await this.cachedFees();
