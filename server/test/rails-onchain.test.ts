@@ -3,6 +3,7 @@ import { createWalletClient, http, parseSignature, parseTransaction, type Hex } 
 import { base } from 'viem/chains';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BroadcastRecord } from '../src/rails/types.js';
+import pino from 'pino';
 import { OnchainFacilitator, transferCalldata, type OnchainFacilitatorOptions } from '../src/rails/onchain/facilitator.js';
 import { EIP3009_TOKEN_ABI, MULTICALL3_ABI } from './chain/eip3009-token.artifact.js';
 import { ANVIL_DEV_KEY, countingRpcProxy, MULTICALL3_ADDRESS, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
@@ -322,6 +323,35 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     expect(await f.reconcile({ proof: ours, broadcasts: [], nowSec: nowSec() })).toEqual({ status: 'failed', ...refused });
     // the authorization the batch did carry to the merchant settles, with that transaction
     expect(await f.settle(another, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).toEqual({ status: 'settled', reference: batch });
+  });
+
+  it('a flight whose chain reads keep failing is retried every poll but warned about once a minute, naming the cause (a token answering nothing), not an unreachable node', async () => {
+    const lines: { level: number; msg: string; cause?: string }[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const rpc = await countingRpcProxy(anvil.rpcUrl);
+    const fac = new OnchainFacilitator({ rpcUrl: rpc.url, privateKeys: keys.slice(0, 1), chain: 'base', log, options: { pollMs: 20 } });
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const proof = await signedProof(payer, payTo(), USDC);
+    const rec = recorder();
+    await anvil.setAutomine(false);
+    try {
+      expect(await fac.settle(proof, { nowSec: nowSec(), waitMs: 100, recordBroadcast: rec.recordBroadcast })).toMatchObject({ status: 'pending' });
+      // the token's code goes away under the flight: our transfer is mined as a call that moves nothing
+      await anvil.installToken('none');
+      await anvil.mine();
+      rpc.reset();
+      // at least 25 passes of the monitor that each fail (it reads the authorization's state every pass)
+      while ((rpc.counts.get('eth_call') ?? 0) < 25) await new Promise((r) => setTimeout(r, 20));
+      const warned = lines.filter((l) => l.msg.startsWith('onchain facilitator watch failed'));
+      expect(warned).toHaveLength(1);
+      expect(warned[0]!.cause).toMatch(/returned no data/);
+      expect(lines.filter((l) => /unreachable/.test(JSON.stringify(l)))).toEqual([]);
+    } finally {
+      await anvil.installToken('usdc');
+      await anvil.setAutomine(true);
+      await fac.close();
+      await rpc.close();
+    }
   });
 
   it('reconcile: nothing recorded is failed; a recorded-but-unsent tx is re-sent while its nonce is free, dead once the nonce is taken', async () => {

@@ -165,7 +165,7 @@ describe('RemoteFacilitator against a stock x402 facilitator on anvil', () => {
     expect(h).toMatchObject({ ok: true, detail: { facilitator: 'remote', supported: true, rpc: { ok: true, chainId: 8453 } } });
     expect(JSON.stringify(h)).not.toContain(TOKEN);
     const noAuth = new RemoteFacilitator({ url, rpcUrl: anvil.rpcUrl, log: silentLog() });
-    expect((await noAuth.health()).ok).toBe(false);
+    expect(await noAuth.health()).toMatchObject({ ok: false, detail: { supported: false, cause: expect.stringContaining('refused GET /supported (401)') } });
     const unpaid = await signedProof(await funded(USDC), payTo(), USDC);
     await expect(noAuth.settle(unpaid, { nowSec: nowSec(), waitMs: 5000, recordBroadcast: recorder().recordBroadcast })).rejects.toMatchObject({
       codes: ['FACILITATOR_UNAVAILABLE'],
@@ -182,6 +182,25 @@ describe('RemoteFacilitator against a stock x402 facilitator on anvil', () => {
     await expect(down.settle(proof, { nowSec: nowSec(), waitMs: 1000, recordBroadcast: recorder().recordBroadcast })).rejects.toMatchObject({
       codes: ['FACILITATOR_UNAVAILABLE'],
     });
+  });
+
+  it('our chain node serves no token at the USDC address (a wrong SVC_RPC_URL_BASE): health names the cause, verify and settle answer 503 naming it before any request reaches the facilitator', async () => {
+    const empty = await startAnvil({ token: 'none' });
+    try {
+      const wrongRpc = new RemoteFacilitator({ url, authHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` }, rpcUrl: empty.rpcUrl, log: silentLog() });
+      const h = await wrongRpc.health();
+      expect(h).toMatchObject({ ok: false, detail: { facilitator: 'remote', supported: true, rpc: { ok: true, chainId: 8453 }, token: { code: false } } });
+      expect(h.detail.cause).toMatch(/^No contract at the USDC address/);
+      const calls = knobs.calls.length;
+      const proof = await signedProof(await funded(USDC), payTo(), USDC);
+      const unavailable = { codes: ['FACILITATOR_UNAVAILABLE'], status: 503, human: expect.stringContaining('No contract at the USDC address') };
+      await expect(wrongRpc.verify(proof, nowSec())).rejects.toMatchObject(unavailable);
+      await expect(wrongRpc.settle(proof, { nowSec: nowSec(), waitMs: 5000, recordBroadcast: recorder().recordBroadcast })).rejects.toMatchObject(unavailable);
+      // only the readiness check's GET /supported went out, never /verify or /settle
+      expect(knobs.calls.slice(calls).filter((c) => c !== 'GET /supported')).toEqual([]);
+    } finally {
+      await empty.stop();
+    }
   });
 
   it('maps x402 reason strings and builds the v2 payload and requirements', async () => {

@@ -1,6 +1,7 @@
 import {
   BaseError,
   ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
   HttpRequestError,
   RpcRequestError,
   TimeoutError,
@@ -95,12 +96,28 @@ export function isRpcUnavailable(err: unknown): boolean {
 /** The 503 every live facilitator throws when its chain node is unreachable (no URL in the text). */
 export const rpcUnavailable = () => new ApiError('FACILITATOR_UNAVAILABLE', 'The chain node behind the live facilitator is unreachable; retry shortly.');
 
-/** Runs a read; any failure (unreachable, rate-limited, malformed answer) is 503 FACILITATOR_UNAVAILABLE, never the raw RPC error. */
+/**
+ * What went wrong with a chain read, in one line that names the cause and never the node's URL
+ * (viem's messages append it, and it may carry an API key): unreachable, a contract that
+ * answered nothing (no code at the address: a fresh or wrong chain), or the node's own error.
+ */
+export function chainReadCause(err: unknown): string {
+  if (err instanceof ApiError) return err.human;
+  if (!(err instanceof BaseError)) return isRpcUnavailable(err) ? rpcUnavailable().human : 'The chain node gave an unreadable answer.';
+  if (isRpcUnavailable(err)) return rpcUnavailable().human;
+  const zero = err.walk((e) => e instanceof ContractFunctionZeroDataError) as ContractFunctionZeroDataError | null;
+  if (zero) return `The chain node answers, but the token contract returned no data (${zero.shortMessage}): is there a contract at the USDC address on this chain?`;
+  const rpc = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
+  return `The chain node answered with an error: ${(rpc?.details || err.shortMessage).slice(0, 200)}`;
+}
+
+/** Runs a read; any failure (unreachable, rate-limited, malformed answer) is 503 FACILITATOR_UNAVAILABLE naming its cause, never the raw RPC error. */
 export async function chainRead<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
-  } catch {
-    throw rpcUnavailable();
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('FACILITATOR_UNAVAILABLE', chainReadCause(err));
   }
 }
 
