@@ -168,6 +168,7 @@ export class ChainGuard {
     this.last = { check, at: Date.now() };
     if (!before || (before.ok === check.ok && before.cause === check.cause)) return;
     if (check.ok) this.log.info({ chainId: check.chainId, token: check.token }, 'live facilitator: the chain check passes again; live settles resume');
+    else if (check.unanswered) this.log.warn({ chainId: check.chainId }, `live facilitator: ${check.cause} Live settles answer 503 while nothing answers.`);
     else this.log.warn({ chainId: check.chainId, token: check.token }, `live facilitator: live settles answer 503 until this is fixed: ${check.cause}`);
   }
 }
