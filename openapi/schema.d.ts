@@ -203,7 +203,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Readiness: pings the database, reports live settlement (RPC, relayer gas)
+         * Readiness: pings the database, reports live settlement (chain, token, relayer gas)
          * @description Auth: public, no API key.
          */
         get: operations["readyz"];
@@ -2815,7 +2815,7 @@ export interface operations {
                             };
                             /** @description onchain, remote, or none (live settles answer 503 FACILITATOR_UNAVAILABLE). */
                             facilitator: string;
-                            /** @description false: live settles will fail (RPC unreachable, wrong chain, an unfunded relayer); see detail. */
+                            /** @description false: live settles answer 503 FACILITATOR_UNAVAILABLE or fail (the chain node unreachable or of another chain, no contract at the USDC address, a token whose EIP-712 domain is not the one the manifest advertises, an unfunded relayer, a remote facilitator that does not list the scheme); detail.cause names the first problem in one line. */
                             ok: boolean;
                         };
                         /** @enum {boolean} */

@@ -51,7 +51,11 @@ export const healthContract = c.router({
         live: z
           .object({
             facilitator: z.string().describe('onchain, remote, or none (live settles answer 503 FACILITATOR_UNAVAILABLE).'),
-            ok: z.boolean().describe('false: live settles will fail (RPC unreachable, wrong chain, an unfunded relayer); see detail.'),
+            ok: z
+              .boolean()
+              .describe(
+                'false: live settles answer 503 FACILITATOR_UNAVAILABLE or fail (the chain node unreachable or of another chain, no contract at the USDC address, a token whose EIP-712 domain is not the one the manifest advertises, an unfunded relayer, a remote facilitator that does not list the scheme); detail.cause names the first problem in one line.',
+              ),
             detail: z.record(z.string(), z.unknown()),
           })
           .describe('Live settlement readiness. It does not make the service unready: test mode and the API still work.'),
@@ -59,7 +63,7 @@ export const healthContract = c.router({
       400: ErrorBody,
       503: ErrorBody,
     },
-    summary: 'Readiness: pings the database, reports live settlement (RPC, relayer gas)',
+    summary: 'Readiness: pings the database, reports live settlement (chain, token, relayer gas)',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Health', operationId: 'readyz' }),
   },
 });

@@ -57,7 +57,7 @@ async function runServer(config: Config, processSlot?: ProcessSlot) {
   // A live facilitator that cannot settle is one clear line at start, not a silent 503 at the first sale.
   void liveReadiness(services.facilitators.live, 5_000).then((live) => {
     if (live.facilitator === 'none') log.info('live settlement is off (SVC_LIVE_FACILITATOR unset): live settles answer 503 FACILITATOR_UNAVAILABLE');
-    else if (!live.ok) log.warn({ live }, `live facilitator ${live.facilitator} is not ready: live settles will fail until this is fixed`);
+    else if (!live.ok) log.warn({ live }, `live facilitator ${live.facilitator} is not ready: ${String(live.detail.cause ?? 'see live.detail')} Live settles answer 503 FACILITATOR_UNAVAILABLE until this is fixed.`);
     else log.info({ live }, `live facilitator ${live.facilitator} ready`);
   });
   let stopping = false;

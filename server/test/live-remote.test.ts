@@ -84,4 +84,36 @@ describe('live mode through a remote x402 facilitator', () => {
     expect(await chain.usdcBalance(payTo)).toBe(before);
     expect(await ordersOf(app, s.body.session_id)).toHaveLength(0);
   });
+
+  it('GIVEN the buyer\'s authorization carried on chain by a third party before the settle WHEN the agent settles through the remote facilitator THEN 200 accepted with that transaction as the reference, one order, one order.settled, no /settle call; another session presenting it gets 402 NONCE_ALREADY_USED', async () => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await chain.mintUsdc(buyer.address, 10_000_000n);
+    const before = await chain.usdcBalance(payTo);
+    const open = async () => {
+      const r = await app.request('POST', `${base}/agent/checkout`, { body: { agent_id: randomUUID(), items: [{ sku: 'map', qty: 1 }] } });
+      expect(r.status, r.text).toBe(201);
+      return r.body as { session_id: string; payment_required: Parameters<typeof signPayment>[1] };
+    };
+    const s = await open();
+    const payment = await signPayment(buyer, s.payment_required);
+    const a = payment.payment.authorization;
+    const theirs = await chain.sendAuthorization({ chain: 'base', payTo: a.to, amountBaseUnits: a.value, authorization: a, signature: payment.payment.signature });
+    expect((await chain.client.waitForTransactionReceipt({ hash: theirs, pollingInterval: 50 })).status).toBe('success');
+    const settleCalls = () => knobs.calls.filter((c) => c === 'POST /settle').length;
+    const settlesBefore = settleCalls();
+
+    const res = await settle(app, base, s.session_id, payment);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.fulfillment.reference).toBe(theirs);
+    expect(await ordersOf(app, s.session_id)).toEqual([expect.objectContaining({ decision: 'accept', settlement_ref: theirs })]);
+    expect(await eventTypes(app, s.session_id)).toEqual(['order.accepted', 'order.settled']);
+    expect(settleCalls()).toBe(settlesBefore);
+
+    const other = await open();
+    const again = await settle(app, base, other.session_id, payment);
+    expect(again.status, again.text).toBe(402);
+    expect(again.body.reason_codes).toEqual(['NONCE_ALREADY_USED']);
+    expect(await ordersOf(app, other.session_id)).toHaveLength(0);
+    expect(await chain.usdcBalance(payTo)).toBe(before + 2_750_000n);
+  });
 });

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeFunctionData, parseSignature, type Address, type Hex } from 'viem';
+import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { AgentClient } from '../../sdk/src/index.js';
-import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
-import { ANVIL_DEV_KEY, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
+import { startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { eventTypes, ordersOf, poll, settle } from './helpers/agent-protocol.js';
 import { publishedMerchant, signPayment } from './helpers/agent.js';
 import { sql } from './helpers/foundation.js';
@@ -15,6 +14,7 @@ import { countQueries } from './helpers/query-counter.js';
 import { resolveAttempt } from '../src/modules/settlement/engine.js';
 import { writeAcceptedAttempt } from '../src/modules/settlement/store.js';
 import { OrderEntity } from '../src/modules/orders/entity.js';
+import type { PaymentProof } from '../src/rails/types.js';
 
 /**
  * Live mode end to end on a real EVM: anvil with chain id 8453 and an EIP-3009 token at the
@@ -59,6 +59,20 @@ async function openLive(sku = 'coffee') {
   expect(r.status, r.text).toBe(201);
   return { id: r.body.session_id as string, pr: r.body.payment_required };
 }
+
+type SignedPayment = Awaited<ReturnType<typeof signPayment>>;
+
+/** The settle body's payment as the proof a third party carries on chain (anvil.sendAuthorization). */
+function proofOf(p: SignedPayment, amountBaseUnits = p.payment.authorization.value): PaymentProof {
+  return { chain: 'base', payTo: p.payment.authorization.to, amountBaseUnits, authorization: p.payment.authorization, signature: p.payment.signature };
+}
+
+/** Transactions the relayers have sent in all (their account nonces). */
+const relayerTxCount = async () => {
+  let n = 0;
+  for (const k of relayerKeys) n += await chain.client.getTransactionCount({ address: privateKeyToAccount(k).address });
+  return n;
+};
 
 const countRows = async (table: string, where: string, params: unknown[]) => Number((await sql(app, `select count(*)::int as n from ${table} where ${where}`, params))[0]!.n);
 
@@ -126,17 +140,13 @@ describe('live mode on a real chain (onchain facilitator)', () => {
     expect(replay.status, replay.text).toBe(402);
     expect(replay.body.reason_codes).toEqual(['NONCE_ALREADY_USED']);
 
-    // Used on chain outside the service: only the chain knows, the simulation finds it.
+    // The payer spent the nonce on chain on another authorization of theirs (to another
+    // address): only the chain knows, the simulation finds it, and this merchant was not paid.
     const outside = await fundedBuyer();
     const s3 = await openLive();
     const p3 = await signPayment(outside, s3.pr);
-    const a = p3.payment.authorization;
-    const sig = parseSignature(p3.payment.signature as Hex);
-    const dev = privateKeyToAccount(ANVIL_DEV_KEY);
-    await chain.client.request({
-      method: 'eth_sendTransaction' as never,
-      params: [{ from: dev.address, to: USDC_BASE, data: encodeFunctionData({ abi: EIP3009_TOKEN_ABI, functionName: 'transferWithAuthorization', args: [a.from as Address, a.to as Address, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, Number(sig.v), sig.r, sig.s] }) }] as never,
-    });
+    const elsewhere = await signPayment(outside, s3.pr, { to: privateKeyToAccount(generatePrivateKey()).address, nonce: p3.payment.authorization.nonce });
+    await chain.client.waitForTransactionReceipt({ hash: await chain.sendAuthorization(proofOf(elsewhere)), pollingInterval: 50 });
     const used = await settle(app, base, s3.id, p3);
     expect(used.status, used.text).toBe(402);
     expect(used.body.reason_codes).toEqual(['NONCE_ALREADY_USED']);
@@ -157,8 +167,8 @@ describe('live mode on a real chain (onchain facilitator)', () => {
     expect(wrongDomain.status, wrongDomain.text).toBe(402);
     expect(wrongDomain.body.reason_codes).toEqual(['SIGNER_MISMATCH']);
 
-    // Only the first payment and the outside transfer moved funds.
-    expect(afterOutside - merchantBefore).toBe(9_000_000n);
+    // Only the first payment moved funds to the merchant.
+    expect(afterOutside - merchantBefore).toBe(4_500_000n);
     expect(await chain.usdcBalance(payTo)).toBe(afterOutside);
     for (const s of [second, s3, s4, s5]) {
       expect(await ordersOf(app, s.id)).toHaveLength(0);
@@ -367,4 +377,156 @@ describe('live mode on a real chain (onchain facilitator)', () => {
       expect(res.text).not.toContain(k.slice(2));
     }
   });
+});
+
+/**
+ * A third party carries the buyer's own signed authorization on chain (anyone may send a
+ * transferWithAuthorization): the merchant is paid exactly as the authorization says, by a
+ * transaction that is not ours. The first session that presents that authorization is
+ * accepted with that transaction as its reference, once (docs/decisions.md, "Front-run payments").
+ */
+describe('live mode: a payment carried on chain by someone else (front-run)', () => {
+  /** The front-runner's transaction, mined; the buyer paid exactly the amount to the merchant. */
+  async function frontRun(p: SignedPayment): Promise<Hex> {
+    const hash = await chain.sendAuthorization(proofOf(p));
+    expect((await chain.client.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('success');
+    return hash;
+  }
+
+  it('GIVEN the buyer\'s authorization carried on chain by a third party before the settle WHEN the agent settles THEN 200 accepted with that transaction as the reference, one order, one receipt, one order.settled, nothing sent by us; another session presenting it gets 402 NONCE_ALREADY_USED', async () => {
+    const buyer = await fundedBuyer();
+    const merchantBefore = await chain.usdcBalance(payTo);
+    const s = await openLive();
+    const payment = await signPayment(buyer, s.pr);
+    const hash = await frontRun(payment);
+    expect(await chain.usdcBalance(payTo)).toBe(merchantBefore + 4_500_000n);
+    const sentBefore = await relayerTxCount();
+
+    const res = await settle(app, base, s.id, payment);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ status: 'accepted', fulfillment: { reference: hash } });
+    expect(await ordersOf(app, s.id)).toEqual([expect.objectContaining({ decision: 'accept', settlement_ref: hash })]);
+    expect(await countRows('receipts', 'session_id = ?', [s.id])).toBe(1);
+    expect(await eventTypes(app, s.id)).toEqual(['order.accepted', 'order.settled']);
+    expect(await sql(app, 'select status, reference from settlement_attempts where session_id = ?', [s.id])).toEqual([{ status: 'settled', reference: hash }]);
+    expect((await poll(app, base, s.id)).body).toMatchObject({ state: 'accepted', settlement: { rail: 'x402', reference: hash } });
+    // the settle sent nothing: the funds had moved already
+    expect(await relayerTxCount()).toBe(sentBefore);
+    expect(await countRows('settlement_transactions t join settlement_attempts a on a.id = t.attempt_id', 'a.session_id = ?', [s.id])).toBe(0);
+    // the agent's repeated settle replays the accepted result
+    expect((await settle(app, base, s.id, payment)).text).toBe(res.text);
+
+    // the same authorization on another session of the same merchant and amount: the transfer is taken
+    const other = await openLive();
+    const again = await settle(app, base, other.id, payment);
+    expect(again.status, again.text).toBe(402);
+    expect(again.body.reason_codes).toEqual(['NONCE_ALREADY_USED']);
+    expect(await ordersOf(app, other.id)).toHaveLength(0);
+    expect((await poll(app, base, other.id)).body.state).toBe('awaiting_payment');
+    expect(await chain.usdcBalance(payTo)).toBe(merchantBefore + 4_500_000n);
+    expect(await chain.usdcBalance(buyer.address)).toBe(100_000_000n - 4_500_000n);
+  });
+
+  it('GIVEN one front-run authorization WHEN two sessions present it at once THEN one is accepted with the front-runner\'s transaction and the other answers 402 NONCE_ALREADY_USED: one order in all', async () => {
+    const buyer = await fundedBuyer();
+    const [a, b] = await Promise.all([openLive(), openLive()]);
+    const payment = await signPayment(buyer, a!.pr);
+    const hash = await frontRun(payment);
+    const results = await Promise.all([a!, b!].map((s) => settle(app, base, s.id, payment)));
+    expect(results.map((r) => r.status).sort(), results.map((r) => r.text).join('\n')).toEqual([200, 402]);
+    const won = results.find((r) => r.status === 200)!;
+    expect(won.body.fulfillment.reference).toBe(hash);
+    expect(results.find((r) => r.status === 402)!.body.reason_codes).toEqual(['NONCE_ALREADY_USED']);
+    const orders = [...(await ordersOf(app, a!.id)), ...(await ordersOf(app, b!.id))];
+    expect(orders).toEqual([expect.objectContaining({ decision: 'accept', settlement_ref: hash })]);
+    expect(await countRows('settlement_attempts', "status = 'settled' and reference = ?", [hash])).toBe(1);
+  });
+
+  it('GIVEN a session accepted on a front-run transfer whose nonce reservation is gone WHEN another session presents the authorization THEN the settled attempt still holds it: 402 NONCE_ALREADY_USED, never a second order or a 500', async () => {
+    const buyer = await fundedBuyer();
+    const s = await openLive();
+    const payment = await signPayment(buyer, s.pr);
+    const hash = await frontRun(payment);
+    expect((await settle(app, base, s.id, payment)).status).toBe(200);
+    // whatever path released the replay reservation, the attempt's unique (chain, payer, nonce) index remains
+    await sql(app, 'delete from payment_nonces where session_id = ?', [s.id]);
+    const other = await openLive();
+    const again = await settle(app, base, other.id, payment);
+    expect(again.status, again.text).toBe(402);
+    expect(again.body.reason_codes).toEqual(['NONCE_ALREADY_USED']);
+    expect(await ordersOf(app, other.id)).toHaveLength(0);
+    expect((await poll(app, base, other.id)).body.state).toBe('awaiting_payment');
+    expect(await countRows('settlement_attempts', "status = 'settled' and reference = ?", [hash])).toBe(1);
+  });
+
+  it('GIVEN a live settle in flight WHEN a third party carries the same authorization ahead of our transfer (ours reverts) THEN the session is accepted with the front-runner\'s transaction, once, and the amount moved once', async () => {
+    const buyer = await fundedBuyer();
+    const before = await chain.usdcBalance(payTo);
+    const s = await openLive();
+    const payment = await signPayment(buyer, s.pr);
+    await onSlowChain(async (startWorker) => {
+      const res = await settle(app, base, s.id, payment);
+      expect(res.status, res.text).toBe(202);
+      // ours is in the pool; the front-runner's, with a far higher tip, goes ahead of it in the block
+      const theirs = await chain.sendAuthorization(proofOf(payment), { gas: 200_000n, tipGwei: 100n });
+      await chain.mine();
+      const [ours] = await sql<{ tx_hash: Hex }>(app, 'select t.tx_hash from settlement_transactions t join settlement_attempts a on a.id = t.attempt_id where a.session_id = ?', [s.id]);
+      const [theirReceipt, ourReceipt] = await Promise.all([theirs, ours!.tx_hash].map((hash) => chain.client.getTransactionReceipt({ hash })));
+      expect([theirReceipt!.status, ourReceipt!.status]).toEqual(['success', 'reverted']);
+
+      startWorker();
+      const view = await pollPastSettling(s.id);
+      expect(view.body).toMatchObject({ state: 'accepted', settlement: { reference: theirs } });
+      expect(await ordersOf(app, s.id)).toEqual([expect.objectContaining({ settlement_ref: theirs })]);
+      expect(await countRows('receipts', 'session_id = ?', [s.id])).toBe(1);
+      expect(await eventTypes(app, s.id)).toEqual(['order.accepted', 'order.settled']);
+      expect(await chain.usdcBalance(payTo)).toBe(before + 4_500_000n);
+    });
+  });
+
+  it('GIVEN a held live order whose authorization a third party carried on chain WHEN the merchant approves THEN the order is accepted with that transaction and nothing is sent again', async () => {
+    const pol = await app.request('PUT', `/v1/policy?merchant_id=${merchantId}`, { key, body: { body: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: 'standard' } } });
+    expect(pol.status).toBe(201);
+    expect((await app.request('POST', `/v1/publish?merchant_id=${merchantId}`, { key })).status).toBe(200);
+    try {
+      const buyer = await fundedBuyer();
+      const s = await openLive();
+      const payment = await signPayment(buyer, s.pr);
+      const held = await settle(app, base, s.id, payment);
+      expect(held.status, held.text).toBe(202);
+      expect(held.body.status).toBe('hold');
+      const hash = await frontRun(payment);
+      const sentBefore = await relayerTxCount();
+      const approved = await app.request('POST', `/v1/sessions/${s.id}/approve`, { key });
+      expect(approved.status, approved.text).toBe(200);
+      expect((await poll(app, base, s.id)).body).toMatchObject({ state: 'accepted', settlement: { reference: hash } });
+      expect(await eventTypes(app, s.id)).toEqual(['order.held', 'order.accepted', 'order.settled']);
+      expect(await countRows('receipts', 'session_id = ?', [s.id])).toBe(1);
+      expect(await relayerTxCount()).toBe(sentBefore);
+    } finally {
+      await app.request('PUT', `/v1/policy?merchant_id=${merchantId}`, { key, body: { body: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null } } });
+      await app.request('POST', `/v1/publish?merchant_id=${merchantId}`, { key });
+    }
+  });
+
+  for (const spoiler of ['another value to this merchant', 'this value to another address'] as const) {
+    it(`GIVEN the buyer's nonce spent on chain by another authorization of theirs (${spoiler}) WHEN the agent settles THEN 402 NONCE_ALREADY_USED, no order, and only the other transfer moved`, async () => {
+      const buyer = await fundedBuyer();
+      const s = await openLive();
+      const payment = await signPayment(buyer, s.pr);
+      const nonce = payment.payment.authorization.nonce;
+      const elsewhere = privateKeyToAccount(generatePrivateKey()).address;
+      const spent = spoiler === 'another value to this merchant' ? await signPayment(buyer, s.pr, { nonce, value: '4499999' }) : await signPayment(buyer, s.pr, { nonce, to: elsewhere });
+      const before = await chain.usdcBalance(payTo);
+      const hash = await chain.sendAuthorization(proofOf(spent));
+      expect((await chain.client.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('success');
+      const res = await settle(app, base, s.id, payment);
+      expect(res.status, res.text).toBe(402);
+      expect(res.body.reason_codes).toEqual(['NONCE_ALREADY_USED']);
+      expect(res.body.error_human).toContain(hash);
+      expect(await ordersOf(app, s.id)).toHaveLength(0);
+      expect((await poll(app, base, s.id)).body.state).toBe('awaiting_payment');
+      expect(await chain.usdcBalance(payTo)).toBe(before + (spoiler === 'another value to this merchant' ? 4_499_999n : 0n));
+    });
+  }
 });

@@ -3,13 +3,20 @@ import { createWalletClient, http, parseSignature, parseTransaction, type Hex } 
 import { base } from 'viem/chains';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BroadcastRecord } from '../src/rails/types.js';
-import { OnchainFacilitator, type OnchainFacilitatorOptions } from '../src/rails/onchain/facilitator.js';
-import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
-import { ANVIL_DEV_KEY, countingRpcProxy, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
+import pino from 'pino';
+import { OnchainFacilitator, transferCalldata, type OnchainFacilitatorOptions } from '../src/rails/onchain/facilitator.js';
+import { EIP3009_TOKEN_ABI, MULTICALL3_ABI } from './chain/eip3009-token.artifact.js';
+import { ANVIL_DEV_KEY, countingRpcProxy, MULTICALL3_ADDRESS, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { brokenChecksum, highS, nowSec, parityV, recorder, signedProof, silentLog } from './helpers/payments.js';
 
 const ETH = 10n ** 18n;
 const USDC = 1_000_000n;
+/**
+ * The bound given to a settle that should be mined: far above what anvil needs, so a busy
+ * machine never turns a mined transfer into `pending`. A settle answers as soon as its
+ * transfer is mined; the bound only ends a wait that failed.
+ */
+const WAIT_MS = 45_000;
 
 function facilitatorOn(anvil: Anvil, keys: Hex[], options: OnchainFacilitatorOptions = {}) {
   return new OnchainFacilitator({ rpcUrl: anvil.rpcUrl, privateKeys: keys, chain: 'base', log: silentLog(), options: { pollMs: 100, ...options } });
@@ -37,7 +44,7 @@ async function settleSixteen(anvil: Anvil, relayerKeys: Hex[], label: string) {
   const proofs = await Promise.all(Array.from({ length: 16 }, () => signedProof(payer, merchant, USDC)));
   const rec = recorder();
   const t0 = performance.now();
-  const outs = await Promise.all(proofs.map((p) => fac.settle(p, { nowSec: nowSec(), waitMs: 20_000, recordBroadcast: rec.recordBroadcast })));
+  const outs = await Promise.all(proofs.map((p) => fac.settle(p, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast })));
   console.log(`${label}: 16 concurrent settles through ${relayerKeys.length} relayer(s): ${Math.round(performance.now() - t0)} ms`);
   return { fac, merchant, outs, rec };
 }
@@ -65,7 +72,7 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     const rec = recorder(async (r) => {
       seenBeforeSend.push(await anvil.rpc('eth_getTransactionByHash', [r.txHash]));
     });
-    const out = await f.settle(proof, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast });
+    const out = await f.settle(proof, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast });
     expect(out).toEqual({ status: 'settled', reference: rec.records[0]!.txHash });
     expect(rec.records).toHaveLength(1);
     expect(rec.records[0]).toMatchObject({ relayer: f.relayerAddresses[0], relayerNonce: expect.any(Number), rawTx: expect.stringMatching(/^0x02/) });
@@ -80,11 +87,19 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     const payer = await fundedPayer(anvil, 5n * USDC);
     const merchant = payTo();
     const used = await signedProof(payer, merchant, USDC);
-    const first = await f.settle(used, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast });
+    const first = await f.settle(used, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast });
     expect(first.status).toBe('settled');
 
+    // The same authorization again: executed as signed, it answers the transaction that carried
+    // it and sends nothing (settle is idempotent on the authorization; the service's replay
+    // reservation is what refuses it to a second session).
+    expect(await f.verify(used, nowSec())).toMatchObject({ ok: true });
+    const replay = recorder();
+    expect(await f.settle(used, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: replay.recordBroadcast })).toEqual(first);
+    expect(replay.records).toEqual([]);
+
     const cases: [string, Awaited<ReturnType<typeof signedProof>>, number, string][] = [
-      ['replayed nonce', used, nowSec(), 'NONCE_ALREADY_USED'],
+      ['nonce spent on another authorization', await signedProof(payer, merchant, 2n * USDC, { nonce: used.authorization.nonce }), nowSec(), 'NONCE_ALREADY_USED'],
       ['unfunded buyer', await signedProof(await fundedPayer(anvil, 0n), merchant, USDC), nowSec(), 'INSUFFICIENT_FUNDS'],
       ['expired (off chain)', await signedProof(payer, merchant, USDC, { validBefore: nowSec() + 3 }), nowSec(), 'PAYMENT_EXPIRED'],
       // the service clock says valid, the chain says expired: the simulation's revert is mapped
@@ -108,20 +123,20 @@ describe('OnchainFacilitator on anvil (automine)', () => {
       const payer = await fundedPayer(anvil, 10n * USDC);
       const verified = await signedProof(payer, payTo(), USDC);
       // warm the relayer's nonce counter and the fee estimate, so the counts below are per settle
-      expect((await fac.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast })).status).toBe('settled');
+      expect((await fac.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).status).toBe('settled');
 
       rpc.reset();
       expect(await fac.verify(verified, nowSec())).toMatchObject({ ok: true });
       expect(Object.fromEntries(rpc.counts)).toEqual({ eth_estimateGas: 1 });
 
       rpc.reset();
-      expect(await fac.settle(verified, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
+      expect(await fac.settle(verified, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
       expect(rpc.counts.get('eth_estimateGas') ?? 0).toBe(0);
       expect(rpc.counts.get('eth_sendRawTransaction')).toBe(1);
 
       // without a verify just before, the settle simulates on its own
       rpc.reset();
-      expect(await fac.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
+      expect(await fac.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
       expect(rpc.counts.get('eth_estimateGas')).toBe(1);
 
       // a short balance is refused by that one simulation, and the refusal says what the payer holds
@@ -136,16 +151,21 @@ describe('OnchainFacilitator on anvil (automine)', () => {
   });
 
   it('a new broadcast is looked at right away, not a poll interval later', async () => {
-    // with a one-minute poll, only the early looks can see the mined transfer within the settle's 5 s
-    const fac = facilitatorOn(anvil, keys.slice(2, 3), { pollMs: 60_000 });
+    // With a ten-minute poll the interval never runs within the settle's bound: only the early
+    // looks after the send can see the mined transfer, and each settle is settled, not pending.
+    const rpc = await countingRpcProxy(anvil.rpcUrl);
+    const fac = new OnchainFacilitator({ rpcUrl: rpc.url, privateKeys: keys.slice(2, 3), chain: 'base', log: silentLog(), options: { pollMs: 600_000 } });
     try {
       const payer = await fundedPayer(anvil, 10n * USDC);
       for (let i = 0; i < 3; i++) {
-        const out = await fac.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: 5_000, recordBroadcast: recorder().recordBroadcast });
-        expect(out.status).toBe('settled');
+        const rec = recorder();
+        const out = await fac.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast });
+        expect(out).toEqual({ status: 'settled', reference: rec.records[0]!.txHash });
       }
+      expect(rpc.counts.get('eth_getTransactionReceipt')).toBeGreaterThanOrEqual(3);
     } finally {
       await fac.close();
+      await rpc.close();
     }
   });
 
@@ -166,7 +186,7 @@ describe('OnchainFacilitator on anvil (automine)', () => {
       expect([27n, 28n]).toContain(sig.v);
       expect(BigInt(sig.s)).toBeLessThanOrEqual(0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n);
       expect(v.proof.authorization.from).toBe(payer.address);
-      expect(await f.settle(p, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
+      expect(await f.settle(p, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
     }
     // the token itself refuses the non-canonical forms, so only canonicalization makes these settle
     const raw = await signedProof(payer, merchant, USDC);
@@ -201,7 +221,7 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     const merchant = payTo();
     const proof = await signedProof(payer, merchant, USDC);
     const rec = recorder();
-    const out = await f.settle(proof, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast });
+    const out = await f.settle(proof, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast });
     expect(await f.reconcile({ proof, broadcasts: rec.records, nowSec: nowSec() })).toEqual(out);
     expect(out.status).toBe('settled');
 
@@ -233,7 +253,7 @@ describe('OnchainFacilitator on anvil (automine)', () => {
         const rec = recorder(async (_r, n) => {
           if (n === 0) spoiled = await spoil();
         });
-        const settling = fac.settle(proof, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast });
+        const settling = fac.settle(proof, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast });
         while (!(rec.records[0] && (await anvil.rpc('eth_getTransactionByHash', [rec.records[0].txHash])))) await new Promise((r) => setTimeout(r, 20));
         await anvil.mine();
         const out = await settling;
@@ -259,6 +279,80 @@ describe('OnchainFacilitator on anvil (automine)', () => {
       }
     });
   }
+
+  it('someone else carried the authorization on chain before us: verify is ok, the settle is settled with their transaction and sends nothing; a settle with no verify before it finds it too', async () => {
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+    const proof = await signedProof(payer, merchant, USDC);
+    const theirs = await anvil.sendAuthorization(proof);
+    expect((await anvil.client.waitForTransactionReceipt({ hash: theirs, pollingInterval: 50 })).status).toBe('success');
+    expect(await f.verify(proof, nowSec())).toMatchObject({ ok: true });
+    const rec = recorder();
+    expect(await f.settle(proof, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast })).toEqual({ status: 'settled', reference: theirs });
+    expect(rec.records).toEqual([]);
+    const fresh = facilitatorOn(anvil, keys.slice(1, 2));
+    const freshRec = recorder();
+    expect(await fresh.settle(proof, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: freshRec.recordBroadcast })).toEqual({ status: 'settled', reference: theirs });
+    expect(freshRec.records).toEqual([]);
+    await fresh.close();
+    expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+    expect(await anvil.usdcBalance(payer.address)).toBe(9n * USDC);
+  });
+
+  it('one transaction that spends our nonce on a payment elsewhere and pays the merchant on another authorization of the payer does not settle ours: the transfer must follow our AuthorizationUsed', async () => {
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const merchant = payTo();
+    const elsewhere = payTo();
+    const ours = await signedProof(payer, merchant, USDC);
+    const spoiler = await signedProof(payer, elsewhere, 1n, { nonce: ours.authorization.nonce });
+    const another = await signedProof(payer, merchant, USDC);
+    const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: base, transport: http(anvil.rpcUrl) });
+    const batch = await dev.writeContract({
+      address: MULTICALL3_ADDRESS,
+      abi: MULTICALL3_ABI,
+      functionName: 'tryAggregate',
+      args: [true, [spoiler, another].map((p) => ({ target: USDC_BASE, callData: transferCalldata(p) }))],
+    });
+    expect((await anvil.client.waitForTransactionReceipt({ hash: batch, pollingInterval: 50 })).status).toBe('success');
+    expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+    expect(await anvil.usdcBalance(elsewhere)).toBe(1n);
+
+    const refused = { code: 'NONCE_ALREADY_USED', human: expect.stringContaining(batch) };
+    expect(await f.verify(ours, nowSec())).toEqual({ ok: false, ...refused });
+    expect(await f.settle(ours, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).toEqual({ status: 'failed', ...refused });
+    expect(await f.reconcile({ proof: ours, broadcasts: [], nowSec: nowSec() })).toEqual({ status: 'failed', ...refused });
+    // the authorization the batch did carry to the merchant settles, with that transaction
+    expect(await f.settle(another, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).toEqual({ status: 'settled', reference: batch });
+  });
+
+  it('a flight whose chain reads keep failing is retried every poll but warned about once a minute, naming the cause (a token answering nothing), not an unreachable node', async () => {
+    const lines: { level: number; msg: string; cause?: string }[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const rpc = await countingRpcProxy(anvil.rpcUrl);
+    const fac = new OnchainFacilitator({ rpcUrl: rpc.url, privateKeys: keys.slice(0, 1), chain: 'base', log, options: { pollMs: 20 } });
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const proof = await signedProof(payer, payTo(), USDC);
+    const rec = recorder();
+    await anvil.setAutomine(false);
+    try {
+      expect(await fac.settle(proof, { nowSec: nowSec(), waitMs: 100, recordBroadcast: rec.recordBroadcast })).toMatchObject({ status: 'pending' });
+      // the token's code goes away under the flight: our transfer is mined as a call that moves nothing
+      await anvil.installToken('none');
+      await anvil.mine();
+      rpc.reset();
+      // at least 25 passes of the monitor that each fail (it reads the authorization's state every pass)
+      while ((rpc.counts.get('eth_call') ?? 0) < 25) await new Promise((r) => setTimeout(r, 20));
+      const warned = lines.filter((l) => l.msg.startsWith('onchain facilitator watch failed'));
+      expect(warned).toHaveLength(1);
+      expect(warned[0]!.cause).toMatch(/returned no data/);
+      expect(lines.filter((l) => /unreachable/.test(JSON.stringify(l)))).toEqual([]);
+    } finally {
+      await anvil.installToken('usdc');
+      await anvil.setAutomine(true);
+      await fac.close();
+      await rpc.close();
+    }
+  });
 
   it('reconcile: nothing recorded is failed; a recorded-but-unsent tx is re-sent while its nonce is free, dead once the nonce is taken', async () => {
     const fac = facilitatorOn(anvil, keys.slice(1, 2));
@@ -293,7 +387,7 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     const dead = await signedProof(payer, merchant, USDC);
     const kept2 = await crashOnce(dead);
     // another settle takes the released nonce, so the recorded tx can never be mined
-    const next = await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast });
+    const next = await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast });
     expect(next.status).toBe('settled');
     expect(await fac.reconcile({ proof: dead, broadcasts: kept2, nowSec: nowSec() })).toMatchObject({ status: 'failed', code: 'CAPTURE_FAILED' });
     expect(await anvil.usdcBalance(merchant)).toBe(2n * USDC);
@@ -304,11 +398,11 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     const fac = facilitatorOn(anvil, keys.slice(2, 3));
     const payer = await fundedPayer(anvil, 10n * USDC);
     const merchant = payTo();
-    expect((await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: recorder().recordBroadcast })).status).toBe('settled');
+    expect((await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).status).toBe('settled');
     const outsider = createWalletClient({ account: privateKeyToAccount(keys[2]!), chain: base, transport: http(anvil.rpcUrl) });
     for (let i = 0; i < 2; i++) await anvil.client.waitForTransactionReceipt({ hash: await outsider.sendTransaction({ to: merchant, value: 1n }), pollingInterval: 50 });
     const rec = recorder();
-    const out = await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast });
+    const out = await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast });
     expect(out).toEqual({ status: 'settled', reference: rec.records.at(-1)!.txHash });
     expect(rec.records).toHaveLength(2);
     expect(rec.records[1]!.relayerNonce).toBe(rec.records[0]!.relayerNonce! + 2);
@@ -354,32 +448,46 @@ describe('OnchainFacilitator on anvil (--block-time 1)', () => {
     });
   }
 
-  it('a stuck tx (base fee jumps after broadcast) is replaced with bumped fees, mined, and the relayer recovers within 5 s', async () => {
+  it('a stuck tx (the base fee jumps above its cap) is replaced with bumped fees under the same relayer nonce, the replacement is mined, and the relayer goes on', async () => {
     const fac = facilitatorOn(anvil, keys.slice(3, 4));
     const payer = await fundedPayer(anvil, 10n * USDC);
     const merchant = payTo();
     const proof = await signedProof(payer, merchant, USDC);
     let sentAt = 0;
-    const rec = recorder(async (_r, n) => {
+    let resumed: Promise<void> = Promise.resolve();
+    const rec = recorder(async (r, n) => {
       if (n > 0) return;
       sentAt = performance.now();
-      // once the tx is in the pool, the next block's base fee jumps far above its maxFeePerGas
-      setTimeout(() => void anvil.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${(2000n * 10n ** 9n).toString(16)}`]), 30);
+      // No block until the first broadcast is in the pool; then the next block's base fee jumps far
+      // above its maxFeePerGas (the node refuses a transaction below it at the door, so only
+      // once it is in), and it cannot be mined until a replacement outbids the jump.
+      await anvil.rpc('evm_setIntervalMining', [0]);
+      resumed = (async () => {
+        while (!(await anvil.rpc('eth_getTransactionByHash', [r.txHash]))) await new Promise((res) => setTimeout(res, 10));
+        await anvil.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${(2000n * 10n ** 9n).toString(16)}`]);
+        await anvil.rpc('evm_setIntervalMining', [1]);
+      })();
     });
-    const out = await fac.settle(proof, { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: rec.recordBroadcast });
-    const recoveredMs = Math.round(performance.now() - sentAt);
-    console.log(`stuck tx: ${rec.records.length} broadcasts, settled ${recoveredMs} ms after the first`);
+    let out;
+    try {
+      out = await fac.settle(proof, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast });
+    } finally {
+      await resumed;
+      await anvil.rpc('evm_setIntervalMining', [1]);
+    }
+    console.log(`stuck tx: ${rec.records.length} broadcasts, settled ${Math.round(performance.now() - sentAt)} ms after the first (printed, not asserted)`);
     expect(rec.records.length).toBeGreaterThanOrEqual(2);
     expect(new Set(rec.records.map((r) => r.relayerNonce)).size).toBe(1);
     expect(out).toEqual({ status: 'settled', reference: rec.records.at(-1)!.txHash });
-    expect(recoveredMs).toBeLessThan(5_000);
+    // the first broadcast was never mined: its replacement took the nonce
+    await expect(anvil.client.getTransactionReceipt({ hash: rec.records[0]!.txHash })).rejects.toThrow(/could not be found/);
     const first = parseTransaction(rec.records[0]!.rawTx!);
     const last = parseTransaction(rec.records.at(-1)!.rawTx!);
     expect(last.maxFeePerGas! * 100n).toBeGreaterThanOrEqual(first.maxFeePerGas! * 125n);
-    expect(last.maxFeePerGas!).toBeGreaterThan(2000n * 10n ** 9n);
+    expect(last.maxFeePerGas!).toBeGreaterThan(first.maxFeePerGas!);
     expect(await anvil.usdcBalance(merchant)).toBe(USDC);
     // the relayer's next nonce is free again
-    const again = await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: recorder().recordBroadcast });
+    const again = await fac.settle(await signedProof(payer, merchant, USDC), { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast });
     expect(again.status).toBe('settled');
     await fac.close();
   });
@@ -390,7 +498,7 @@ describe('OnchainFacilitator on anvil (--block-time 1)', () => {
     const merchant = payTo();
     const proof = await signedProof(payer, merchant, USDC);
     const rec = recorder();
-    const outs = await Promise.all([0, 1].map(() => fac.settle(proof, { nowSec: nowSec(), waitMs: 10_000, recordBroadcast: rec.recordBroadcast })));
+    const outs = await Promise.all([0, 1].map(() => fac.settle(proof, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast })));
     expect(rec.records).toHaveLength(2);
     expect(new Set(rec.records.map((r) => r.relayer)).size).toBe(2);
     const receipts = await Promise.all(rec.records.map((r) => anvil.client.getTransactionReceipt({ hash: r.txHash })));
@@ -404,15 +512,26 @@ describe('OnchainFacilitator on anvil (--block-time 1)', () => {
     await fac.close();
   });
 
-  it('a tx not mined within waitMs is pending with its hash; the monitor keeps it going and reconcile finds it settled', async () => {
+  it('a tx not mined within waitMs is pending with its hash; the monitor keeps it going and reconcile finds it settled once it is mined', async () => {
     const fac = facilitatorOn(anvil, keys.slice(2, 3));
     const payer = await fundedPayer(anvil, 10n * USDC);
     const proof = await signedProof(payer, payTo(), USDC);
     const rec = recorder();
-    const out = await fac.settle(proof, { nowSec: nowSec(), waitMs: 50, recordBroadcast: rec.recordBroadcast });
+    // no block is made until the settle has answered: it cannot be mined within its bound
+    await anvil.rpc('evm_setIntervalMining', [0]);
+    let out;
+    try {
+      out = await fac.settle(proof, { nowSec: nowSec(), waitMs: 50, recordBroadcast: rec.recordBroadcast });
+    } finally {
+      await anvil.rpc('evm_setIntervalMining', [1]);
+    }
     expect(out).toEqual({ status: 'pending', reference: rec.records[0]!.txHash });
-    await new Promise((r) => setTimeout(r, 2500));
-    expect(await fac.reconcile({ proof, broadcasts: rec.records, nowSec: nowSec() })).toEqual({ status: 'settled', reference: rec.records[0]!.txHash });
+    // until the relayer's nonce is mined (by the first broadcast or a replacement the monitor sent)
+    const { relayer, relayerNonce } = rec.records[0]!;
+    while ((await anvil.client.getTransactionCount({ address: relayer as Hex })) <= relayerNonce!) await new Promise((r) => setTimeout(r, 100));
+    const settled = await fac.reconcile({ proof, broadcasts: rec.records, nowSec: nowSec() });
+    expect(settled.status).toBe('settled');
+    expect(rec.records.map((r) => r.txHash)).toContain(settled.status === 'settled' ? settled.reference : null);
     await fac.close();
   });
 });

@@ -54,13 +54,19 @@ describe('RemoteFacilitator against a stock x402 facilitator on anvil', () => {
     const payer = await funded(5n * USDC);
     const merchant = payTo();
     const used = await signedProof(payer, merchant, USDC);
-    expect((await remote.settle(used, { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: recorder().recordBroadcast })).status).toBe('settled');
+    const first = await remote.settle(used, { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: recorder().recordBroadcast });
+    expect(first.status).toBe('settled');
+    // The same authorization again: executed as signed, it answers the transaction that carried it
+    // (the service's replay reservation is what refuses it to a second session).
+    expect(await remote.verify(used, nowSec())).toMatchObject({ ok: true });
+    expect(await remote.settle(used, { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: recorder().recordBroadcast })).toEqual(first);
+    const spentElsewhere = await signedProof(payer, merchant, 2n * USDC, { nonce: used.authorization.nonce });
 
     const unfunded = await signedProof(await funded(0n), merchant, USDC);
     // our clock says valid, the facilitator's (and the chain's) says expired
     const expired = await signedProof(payer, merchant, USDC, { validBefore: nowSec() - 2 });
     for (const [label, proof, now, code] of [
-      ['replayed nonce', used, nowSec(), 'NONCE_ALREADY_USED'],
+      ['nonce spent on another authorization', spentElsewhere, nowSec(), 'NONCE_ALREADY_USED'],
       ['unfunded buyer', unfunded, nowSec(), 'INSUFFICIENT_FUNDS'],
       ['expired', expired, nowSec() - 100, 'PAYMENT_EXPIRED'],
     ] as const) {
@@ -120,12 +126,46 @@ describe('RemoteFacilitator against a stock x402 facilitator on anvil', () => {
     expect(await anvil.usdcBalance(payer.address)).toBe(USDC);
   });
 
+  it('someone else carried the authorization on chain before us: verify is ok (our node judges the used nonce) and the settle is settled with their transaction, with no /settle call', async () => {
+    const payer = await funded(5n * USDC);
+    const merchant = payTo();
+    const proof = await signedProof(payer, merchant, USDC);
+    const theirs = await anvil.sendAuthorization(proof);
+    expect((await anvil.client.waitForTransactionReceipt({ hash: theirs, pollingInterval: 50 })).status).toBe('success');
+    const settleCalls = () => knobs.calls.filter((c) => c === 'POST /settle').length;
+    const before = settleCalls();
+    expect(await remote.verify(proof, nowSec())).toMatchObject({ ok: true });
+    const rec = recorder();
+    expect(await remote.settle(proof, { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: rec.recordBroadcast })).toEqual({ status: 'settled', reference: theirs });
+    expect(settleCalls() - before).toBe(0);
+    expect(rec.records).toEqual([]);
+    expect(await remote.reconcile({ proof, broadcasts: [], nowSec: nowSec() })).toEqual({ status: 'settled', reference: theirs });
+    expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+
+    // without a verify just before (another process, a later approval), the refused /settle is judged on chain too
+    const fresh = new RemoteFacilitator({ url, authHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` }, rpcUrl: anvil.rpcUrl, log: silentLog() });
+    expect(await fresh.settle(proof, { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: recorder().recordBroadcast })).toEqual({ status: 'settled', reference: theirs });
+    expect(await anvil.usdcBalance(merchant)).toBe(USDC);
+  });
+
+  it('the nonce spent on chain by another authorization of the payer (to another address): verify and settle refuse NONCE_ALREADY_USED naming that transaction', async () => {
+    const payer = await funded(5n * USDC);
+    const merchant = payTo();
+    const proof = await signedProof(payer, merchant, USDC);
+    const spent = await anvil.sendAuthorization(await signedProof(payer, payTo(), USDC, { nonce: proof.authorization.nonce }));
+    expect((await anvil.client.waitForTransactionReceipt({ hash: spent, pollingInterval: 50 })).status).toBe('success');
+    const refused = { code: 'NONCE_ALREADY_USED', human: expect.stringContaining(spent) };
+    expect(await remote.verify(proof, nowSec())).toEqual({ ok: false, ...refused });
+    expect(await remote.settle(proof, { nowSec: nowSec(), waitMs: 15_000, recordBroadcast: recorder().recordBroadcast })).toEqual({ status: 'failed', ...refused });
+    expect(await anvil.usdcBalance(merchant)).toBe(0n);
+  });
+
   it('health checks /supported and the RPC; an unreachable facilitator is 503 on verify and settle, and no credentials leak', async () => {
     const h = await remote.health();
     expect(h).toMatchObject({ ok: true, detail: { facilitator: 'remote', supported: true, rpc: { ok: true, chainId: 8453 } } });
     expect(JSON.stringify(h)).not.toContain(TOKEN);
     const noAuth = new RemoteFacilitator({ url, rpcUrl: anvil.rpcUrl, log: silentLog() });
-    expect((await noAuth.health()).ok).toBe(false);
+    expect(await noAuth.health()).toMatchObject({ ok: false, detail: { supported: false, cause: expect.stringContaining('refused GET /supported (401)') } });
     const unpaid = await signedProof(await funded(USDC), payTo(), USDC);
     await expect(noAuth.settle(unpaid, { nowSec: nowSec(), waitMs: 5000, recordBroadcast: recorder().recordBroadcast })).rejects.toMatchObject({
       codes: ['FACILITATOR_UNAVAILABLE'],
@@ -142,6 +182,25 @@ describe('RemoteFacilitator against a stock x402 facilitator on anvil', () => {
     await expect(down.settle(proof, { nowSec: nowSec(), waitMs: 1000, recordBroadcast: recorder().recordBroadcast })).rejects.toMatchObject({
       codes: ['FACILITATOR_UNAVAILABLE'],
     });
+  });
+
+  it('our chain node serves no token at the USDC address (a wrong SVC_RPC_URL_BASE): health names the cause, verify and settle answer 503 naming it before any request reaches the facilitator', async () => {
+    const empty = await startAnvil({ token: 'none' });
+    try {
+      const wrongRpc = new RemoteFacilitator({ url, authHeader: { name: 'Authorization', value: `Bearer ${TOKEN}` }, rpcUrl: empty.rpcUrl, log: silentLog() });
+      const h = await wrongRpc.health();
+      expect(h).toMatchObject({ ok: false, detail: { facilitator: 'remote', supported: true, rpc: { ok: true, chainId: 8453 }, token: { code: false } } });
+      expect(h.detail.cause).toMatch(/^No contract at the USDC address/);
+      const calls = knobs.calls.length;
+      const proof = await signedProof(await funded(USDC), payTo(), USDC);
+      const unavailable = { codes: ['FACILITATOR_UNAVAILABLE'], status: 503, human: expect.stringContaining('No contract at the USDC address') };
+      await expect(wrongRpc.verify(proof, nowSec())).rejects.toMatchObject(unavailable);
+      await expect(wrongRpc.settle(proof, { nowSec: nowSec(), waitMs: 5000, recordBroadcast: recorder().recordBroadcast })).rejects.toMatchObject(unavailable);
+      // only the readiness check's GET /supported went out, never /verify or /settle
+      expect(knobs.calls.slice(calls).filter((c) => c !== 'GET /supported')).toEqual([]);
+    } finally {
+      await empty.stop();
+    }
   });
 
   it('maps x402 reason strings and builds the v2 payload and requirements', async () => {

@@ -1,6 +1,7 @@
 import {
   BaseError,
   ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
   HttpRequestError,
   RpcRequestError,
   TimeoutError,
@@ -95,12 +96,28 @@ export function isRpcUnavailable(err: unknown): boolean {
 /** The 503 every live facilitator throws when its chain node is unreachable (no URL in the text). */
 export const rpcUnavailable = () => new ApiError('FACILITATOR_UNAVAILABLE', 'The chain node behind the live facilitator is unreachable; retry shortly.');
 
-/** Runs a read; any failure (unreachable, rate-limited, malformed answer) is 503 FACILITATOR_UNAVAILABLE, never the raw RPC error. */
+/**
+ * What went wrong with a chain read, in one line that names the cause and never the node's URL
+ * (viem's messages append it, and it may carry an API key): unreachable, a contract that
+ * answered nothing (no code at the address: a fresh or wrong chain), or the node's own error.
+ */
+export function chainReadCause(err: unknown): string {
+  if (err instanceof ApiError) return err.human;
+  if (!(err instanceof BaseError)) return isRpcUnavailable(err) ? rpcUnavailable().human : 'The chain node gave an unreadable answer.';
+  if (isRpcUnavailable(err)) return rpcUnavailable().human;
+  const zero = err.walk((e) => e instanceof ContractFunctionZeroDataError) as ContractFunctionZeroDataError | null;
+  if (zero) return `The chain node answers, but the token contract returned no data (${zero.shortMessage}): is there a contract at the USDC address on this chain?`;
+  const rpc = err.walk((e) => e instanceof RpcRequestError) as RpcRequestError | null;
+  return `The chain node answered with an error: ${(rpc?.details || err.shortMessage).slice(0, 200)}`;
+}
+
+/** Runs a read; any failure (unreachable, rate-limited, malformed answer) is 503 FACILITATOR_UNAVAILABLE naming its cause, never the raw RPC error. */
 export async function chainRead<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
-  } catch {
-    throw rpcUnavailable();
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('FACILITATOR_UNAVAILABLE', chainReadCause(err));
   }
 }
 
@@ -184,12 +201,30 @@ export async function receiptOf(client: PublicClient, hash: Hex): Promise<Transa
   return raw ? formatTransactionReceipt(raw) : null;
 }
 
-/** Whether a mined receipt carries this authorization's USDC transfer (status 1 and the Transfer log). */
+/**
+ * Whether a mined receipt carries this authorization's transfer exactly as signed: the token's
+ * `AuthorizationUsed(from, nonce)` log and, right after it, its `Transfer(from, to, value)`.
+ * FiatToken's transferWithAuthorization emits those two and nothing between them, so the pair
+ * ties the nonce to the transfer: a transaction that used this nonce for another payment of the
+ * payer's and also moved `value` to this merchant on another authorization (a batch of
+ * several) does not count for this one.
+ */
 export function receiptMovesFunds(receipt: TransactionReceipt, token: Address, proof: PaymentProof): boolean {
   if (receipt.status !== 'success') return false;
   const a = proof.authorization;
-  const logs = parseEventLogs({ abi: USDC_ABI, eventName: 'Transfer', logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)) });
-  return logs.some((l) => isAddressEqual(l.args.from, getAddress(a.from)) && isAddressEqual(l.args.to, getAddress(a.to)) && l.args.value === BigInt(a.value));
+  const from = getAddress(a.from);
+  const logs = parseEventLogs({ abi: USDC_ABI, logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)) });
+  return logs.some((used, i) => {
+    if (used.eventName !== 'AuthorizationUsed' || !isAddressEqual(used.args.authorizer, from) || used.args.nonce.toLowerCase() !== a.nonce.toLowerCase()) return false;
+    const next = logs[i + 1];
+    return (
+      next?.eventName === 'Transfer' &&
+      next.logIndex === used.logIndex + 1 &&
+      isAddressEqual(next.args.from, from) &&
+      isAddressEqual(next.args.to, getAddress(a.to)) &&
+      next.args.value === BigInt(a.value)
+    );
+  });
 }
 
 /**
@@ -253,13 +288,13 @@ export async function usedAuthorizationOutcome(
   if (use?.by === 'transfer') {
     // Our authorization carried by someone else's transaction moves exactly these funds. The
     // payer can also spend the same nonce on another authorization of theirs (to another
-    // address, any value): the nonce is used, but this merchant was not paid.
+    // address, or another value): the nonce is used, but this payment did not happen.
     const r = await receiptOf(client, use.tx);
     if (r && receiptMovesFunds(r, token, proof)) return { status: 'settled', reference: use.tx };
     return {
       status: 'failed',
       code: 'NONCE_ALREADY_USED',
-      human: `The authorization's nonce was spent on chain by another authorization of the payer (transaction ${use.tx}) that did not pay this merchant; no USDC moved here. Sign a new authorization.`,
+      human: `The authorization's nonce was spent on chain by another authorization of the payer (transaction ${use.tx}), not by this one's transfer of ${proof.authorization.value} base units to ${getAddress(proof.authorization.to)}; this payment did not happen. Sign a new authorization.`,
     };
   }
   if (use?.by === 'cancel') {
@@ -274,3 +309,57 @@ export async function usedAuthorizationOutcome(
 
 /** Recorded hashes, oldest first. */
 export const hashesOf = (broadcasts: BroadcastRecord[]): Hex[] => broadcasts.map((b) => b.txHash);
+
+/**
+ * The simulation before our broadcast reverted "authorization is used or canceled": nothing of
+ * ours was sent, and the nonce is used on chain. Was this authorization executed exactly as
+ * signed by someone else's transaction (anyone may carry a signed transferWithAuthorization)?
+ * Then the merchant is paid: settled with that transaction. A spoiled nonce (canceled, or spent
+ * on another authorization of the payer's) fails NONCE_ALREADY_USED naming the spoiler, and so
+ * does a use no log in the window explains (nothing of ours can be in flight to wait for).
+ */
+export async function judgeUsedBeforeUs(
+  client: PublicClient,
+  token: Address,
+  proof: PaymentProof,
+  lookbackBlocks: bigint,
+): Promise<Exclude<SettleOutcome, { status: 'pending' }>> {
+  const at = await chainSnapshot(client);
+  const unexplained = { status: 'failed' as const, ...mapRevert('authorization is used or canceled') };
+  if ((await authorizationAt(client, token, proof, at)) !== 'used') return unexplained;
+  const outcome = await usedAuthorizationOutcome(client, token, proof, [], lookbackBlocks, at);
+  return outcome.status === 'pending' ? unexplained : outcome;
+}
+
+/** One authorization exactly as presented (every signed field and the signature), as a map key. */
+export const authorizationKey = (p: PaymentProof): string => {
+  const a = p.authorization;
+  return [p.chain, a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, p.signature].join('|').toLowerCase();
+};
+
+/**
+ * Authorizations verify() found executed on chain as signed (judgeUsedBeforeUs), for the settle
+ * of the same authorization that follows it: that settle answers settled with the transaction
+ * found, without another simulation or a request that can only fail. An executed authorization
+ * stays executed, so a remembered one never goes stale; entries are dropped after a minute
+ * (measured with Date.now(): elapsed time, not the application's clock) to bound the map.
+ */
+export class ExecutedAuthorizations {
+  private readonly seen = new Map<string, { reference: string; at: number }>();
+  private static readonly KEEP_MS = 60_000;
+
+  remember(p: PaymentProof, reference: string): void {
+    const now = Date.now();
+    for (const [k, e] of this.seen) if (now - e.at >= ExecutedAuthorizations.KEEP_MS) this.seen.delete(k);
+    this.seen.set(authorizationKey(p), { reference, at: now });
+  }
+
+  /** The transaction that carried this authorization, once (the entry is removed). */
+  take(p: PaymentProof): string | null {
+    const key = authorizationKey(p);
+    const e = this.seen.get(key);
+    if (!e) return null;
+    this.seen.delete(key);
+    return e.reference;
+  }
+}

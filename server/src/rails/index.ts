@@ -77,15 +77,19 @@ export function cardRailNotImplemented(): ApiError {
   });
 }
 
-/** The live facilitator's health for /readyz, bounded in time: a hung RPC reads as not ok. */
+/**
+ * The live facilitator's health for /readyz, bounded in time: a hung RPC reads as not ok. When
+ * not ok, `detail.cause` is one line naming the problem.
+ */
 export async function liveReadiness(f: Facilitator, timeoutMs: number): Promise<{ facilitator: string; ok: boolean; detail: Record<string, unknown> }> {
   const name = f.name === 'unconfigured-live' ? 'none' : f.name;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<FacilitatorHealth>((resolve) => {
-    timer = setTimeout(() => resolve({ ok: false, detail: { error: `no answer within ${timeoutMs} ms` } }), timeoutMs);
+    timer = setTimeout(() => resolve({ ok: false, detail: { cause: `The live facilitator's checks gave no answer within ${timeoutMs} ms.` } }), timeoutMs);
   });
   try {
-    const h = await Promise.race([f.health().catch((err: unknown) => ({ ok: false, detail: { error: err instanceof Error ? err.message : String(err) } })), timeout]);
+    const failed = (err: unknown): FacilitatorHealth => ({ ok: false, detail: { cause: err instanceof ApiError ? err.human : 'The live facilitator\'s checks failed.' } });
+    const h = await Promise.race([f.health().catch(failed), timeout]);
     return { facilitator: name, ok: h.ok, detail: h.detail };
   } finally {
     clearTimeout(timer);

@@ -7,7 +7,8 @@ import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { CHAINS } from '@svc/contract';
 import { checkProof, type RecoverSigner } from '../lib/eip3009.js';
-import { authorizationAt, chainRead, chainSnapshot, hashesOf, usedAuthorizationOutcome } from './evm-reads.js';
+import { ChainGuard, checkChain, type ChainCheck, type ChainGuardOptions } from './chain-guard.js';
+import { ExecutedAuthorizations, authorizationAt, chainSnapshot, hashesOf, judgeUsedBeforeUs, usedAuthorizationOutcome } from './evm-reads.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 
 export type RemoteFacilitatorOptions = {
@@ -19,6 +20,8 @@ export type RemoteFacilitatorOptions = {
   maxTimeoutSeconds?: number;
   /** How far back reconcile searches AuthorizationUsed logs. Default 100000 blocks. */
   logLookbackBlocks?: bigint;
+  /** How long the readiness check (the chain through our RPC, the facilitator's /supported) stands; see ChainGuard. */
+  chainCheck?: ChainGuardOptions;
 };
 
 export type RemoteFacilitatorConfig = {
@@ -104,7 +107,11 @@ export class RemoteFacilitator implements Facilitator {
   private readonly client: PublicClient;
   private readonly token: Address;
   private readonly chain: 'base';
-  private readonly opts: Required<RemoteFacilitatorOptions>;
+  private readonly opts: Required<Omit<RemoteFacilitatorOptions, 'chainCheck'>>;
+  /** Our chain node and the facilitator as live settlement needs them, checked before a settle calls out (cached). */
+  private readonly guard: ChainGuard;
+  /** Authorizations verify() found carried on chain already, for their settle (no /settle that can only fail). */
+  private readonly executed = new ExecutedAuthorizations();
 
   constructor(private readonly cfg: RemoteFacilitatorConfig) {
     const o = cfg.options ?? {};
@@ -117,6 +124,38 @@ export class RemoteFacilitator implements Facilitator {
     this.chain = cfg.chain ?? 'base';
     this.token = getAddress(CHAINS[this.chain].usdc);
     this.client = createPublicClient({ chain: base, transport: http(cfg.rpcUrl, { timeout: 10_000, retryCount: 1 }) }) as PublicClient;
+    this.guard = new ChainGuard(() => this.readiness(), cfg.log, o.chainCheck);
+  }
+
+  /**
+   * Our chain node (the reconciler and the front-run check judge payments there, so it must
+   * serve the chain and token the manifest advertises) and the facilitator's GET /supported
+   * (it must list the exact scheme on this chain). What the facilitator's own node serves is
+   * not visible from here: its /verify simulates on it.
+   */
+  private async readiness(): Promise<ChainCheck> {
+    const network = `eip155:${CHAINS[this.chain].chainId}`;
+    const [chain, supported] = await Promise.all([
+      checkChain(this.client, this.chain),
+      (async (): Promise<{ ok: true } | { ok: false; cause: string; unanswered: boolean }> => {
+        for (let attempt = 1; attempt <= this.opts.attempts; attempt++) {
+          try {
+            const s = await this.http(this.opts.requestTimeoutMs).getSupported();
+            if (s.kinds.some((k) => k.scheme === 'exact' && k.network === network)) return { ok: true };
+            return { ok: false, unanswered: false, cause: `The remote facilitator does not list the exact scheme on ${network} (GET /supported).` };
+          } catch (err) {
+            if (refusedRequest(err)) {
+              const status = /failed \((\d{3})\)/.exec((err as Error).message)?.[1];
+              return { ok: false, unanswered: false, cause: `The remote facilitator refused GET /supported (${status}): check SVC_FACILITATOR_AUTH_HEADER.` };
+            }
+          }
+        }
+        return { ok: false, unanswered: true, cause: 'The remote facilitator did not answer GET /supported.' };
+      })(),
+    ]);
+    const out: ChainCheck = { ...chain, supported: supported.ok };
+    if (chain.ok && !supported.ok) Object.assign(out, { ok: false, cause: supported.cause, unanswered: supported.unanswered });
+    return out;
   }
 
   private http(timeoutMs: number): HTTPFacilitatorClient {
@@ -138,6 +177,7 @@ export class RemoteFacilitator implements Facilitator {
   }
 
   async verify(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {
+    await this.guard.ready();
     const pre = await this.precheck(proof, nowSec);
     if (!pre.ok) return pre;
     const { payload, requirements } = toX402(pre.proof, this.opts.maxTimeoutSeconds);
@@ -145,19 +185,38 @@ export class RemoteFacilitator implements Facilitator {
       try {
         const res = await this.http(this.opts.requestTimeoutMs).verify(payload, requirements);
         if (res.isValid) return pre;
-        return { ok: false, ...mapX402Reason(res.invalidReason) };
+        return this.refused(pre.proof, res.invalidReason);
       } catch (err) {
-        if (err instanceof VerifyError) return { ok: false, ...mapX402Reason(err.invalidReason) };
+        if (err instanceof VerifyError) return this.refused(pre.proof, err.invalidReason);
         this.cfg.log.warn({ attempt, err: err instanceof Error ? err.name : 'error' }, 'remote facilitator /verify failed');
         if (attempt >= this.opts.attempts) throw new ApiError('FACILITATOR_UNAVAILABLE', 'The remote facilitator did not answer; retry shortly.');
       }
     }
   }
 
+  /**
+   * The facilitator's /verify refused. A used nonce may be this very authorization carried on
+   * chain by someone else (the facilitator's simulation only sees "used"): our node judges it,
+   * and if the merchant was paid exactly as signed the proof is good and its settle takes that
+   * transaction.
+   */
+  private async refused(p: PaymentProof, reason: string | undefined): Promise<VerifyResult> {
+    const refusal = mapX402Reason(reason);
+    if (refusal.code !== 'NONCE_ALREADY_USED') return { ok: false, ...refusal };
+    const judged = await judgeUsedBeforeUs(this.client, this.token, p, this.opts.logLookbackBlocks);
+    if (judged.status === 'failed') return { ok: false, code: judged.code, human: judged.human };
+    this.executed.remember(p, judged.reference);
+    return { ok: true, proof: p };
+  }
+
   async settle(proof: PaymentProof, opts: SettleOptions): Promise<SettleOutcome> {
+    await this.guard.ready();
     const pre = await this.precheck(proof, opts.nowSec);
     if (!pre.ok) return { status: 'failed', code: pre.code, human: pre.human };
     const p = pre.proof;
+    // verify() found it carried on chain already: a /settle could only fail (or broadcast a transaction that reverts)
+    const carried = this.executed.take(p);
+    if (carried) return { status: 'settled', reference: carried };
     const { payload, requirements } = toX402(p, this.opts.maxTimeoutSeconds);
     let res: SettleResponse;
     try {
@@ -182,11 +241,16 @@ export class RemoteFacilitator implements Facilitator {
       const at = await chainSnapshot(this.client);
       if ((await authorizationAt(this.client, this.token, p, at)) === 'used') return usedAuthorizationOutcome(this.client, this.token, p, [tx], this.opts.logLookbackBlocks, at);
     }
-    return { status: 'failed', ...mapX402Reason(res.errorReason) };
+    const refusal = mapX402Reason(res.errorReason);
+    // refused before any broadcast for a used nonce: someone else may have carried this authorization
+    if (refusal.code === 'NONCE_ALREADY_USED') return judgeUsedBeforeUs(this.client, this.token, p, this.opts.logLookbackBlocks);
+    return { status: 'failed', ...refusal };
   }
 
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
     const { proof, broadcasts } = input;
+    // Judged on another chain or token, a transfer that moved would read as never sent.
+    await this.guard.ready();
     // Used and expired judged at one block (a transfer mined between two reads is never released).
     const at = await chainSnapshot(this.client);
     const state = await authorizationAt(this.client, this.token, proof, at);
@@ -197,26 +261,14 @@ export class RemoteFacilitator implements Facilitator {
     return { status: 'pending', reference: broadcasts.at(-1)?.txHash ?? null };
   }
 
+  /** For /readyz and the start-up line: the readiness check renewed now; `cause` names the first problem. */
   async health(): Promise<FacilitatorHealth> {
-    const facilitatorHost = safeOrigin(this.cfg.url);
-    let supported = false;
-    for (let attempt = 1; attempt <= this.opts.attempts && !supported; attempt++) {
-      try {
-        const s = await this.http(this.opts.requestTimeoutMs).getSupported();
-        supported = s.kinds.some((k) => k.scheme === 'exact' && k.network === `eip155:${CHAINS[this.chain].chainId}`);
-        if (!supported) break;
-      } catch {
-        supported = false;
-      }
-    }
-    let rpc: { ok: boolean; chainId?: number; blockNumber?: string } = { ok: false };
-    try {
-      const [chainId, blockNumber] = await chainRead(() => Promise.all([this.client.getChainId(), this.client.getBlockNumber()]));
-      rpc = { ok: chainId === CHAINS[this.chain].chainId, chainId, blockNumber: blockNumber.toString() };
-    } catch {
-      rpc = { ok: false };
-    }
-    return { ok: supported && rpc.ok, detail: { facilitator: 'remote', url: facilitatorHost, supported, rpc } };
+    const [check, blockNumber] = await Promise.all([this.guard.refresh(), this.client.getBlockNumber().then(String, () => undefined)]);
+    const rpc = { ok: check.chainId === CHAINS[this.chain].chainId, ...(check.chainId === undefined ? {} : { chainId: check.chainId }), ...(blockNumber ? { blockNumber } : {}) };
+    return {
+      ok: check.ok,
+      detail: { facilitator: 'remote', url: safeOrigin(this.cfg.url), supported: check.supported ?? false, rpc, token: check.token, ...(check.cause ? { cause: check.cause } : {}) },
+    };
   }
 
   async close(): Promise<void> {}

@@ -24,9 +24,9 @@ contract EIP3009Token {
     mapping(address => mapping(bytes32 => bool)) private _authorizationStates;
     uint256 private _totalSupply;
 
-    function name() external pure returns (string memory) { return "USD Coin"; }
+    function name() public pure virtual returns (string memory) { return "USD Coin"; }
     function symbol() external pure returns (string memory) { return "USDC"; }
-    function version() external pure returns (string memory) { return "2"; }
+    function version() public pure virtual returns (string memory) { return "2"; }
     function decimals() external pure returns (uint8) { return 6; }
     function totalSupply() external view returns (uint256) { return _totalSupply; }
     function balanceOf(address account) external view returns (uint256) { return _balances[account]; }
@@ -124,6 +124,22 @@ contract EIP3009Token {
         _balances[from] -= value;
         _balances[to] += value;
         emit Transfer(from, to, value);
+    }
+}
+
+/// Test-only: the same token under another EIP-712 name (Base Sepolia's USDC is "USDC"), for the
+/// live chain check: what an RPC URL of the wrong network looks like from the token's side.
+contract EIP3009TokenOtherName is EIP3009Token {
+    function name() public pure override returns (string memory) { return "USDC"; }
+}
+
+/// Test-only: a token with EIP-5267's eip712Domain(), whose signing domain (version "1") is not
+/// what name()/version() say: the chain check must read eip712Domain() first.
+contract EIP3009Token5267 is EIP3009Token {
+    function eip712Domain() external view returns (
+        bytes1 fields, string memory name_, string memory version_, uint256 chainId, address verifyingContract, bytes32 salt, uint256[] memory extensions
+    ) {
+        return (hex"0f", name(), "1", block.chainid, address(this), bytes32(0), new uint256[](0));
     }
 }
 

@@ -17,7 +17,13 @@ import {
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import { CHAINS } from '@svc/contract';
-import { EIP3009_TOKEN_ABI, EIP3009_TOKEN_RUNTIME, MULTICALL3_RUNTIME } from '../chain/eip3009-token.artifact.js';
+import {
+  EIP3009_TOKEN_5267_RUNTIME,
+  EIP3009_TOKEN_ABI,
+  EIP3009_TOKEN_OTHER_NAME_RUNTIME,
+  EIP3009_TOKEN_RUNTIME,
+  MULTICALL3_RUNTIME,
+} from '../chain/eip3009-token.artifact.js';
 import type { PaymentProof } from '../../src/rails/types.js';
 import { freePort } from './spawn.js';
 
@@ -31,6 +37,23 @@ export type AnvilOptions = {
   blockTime?: number;
   /** Start with mining off (mine with `mine()`); overrides blockTime. */
   noMining?: boolean;
+  /** The node's chain id; default 8453 (Base). */
+  chainId?: number;
+  /** What sits at the USDC address at start (`installToken`); default the test token. */
+  token?: TokenCode;
+};
+
+/**
+ * The code at the USDC address: the test token (`usdc`), its variant under the EIP-712 name
+ * "USDC" (`other-name`), its variant whose EIP-5267 eip712Domain() says version "1"
+ * (`eip5267-v1`), or nothing (`none`: a fresh chain).
+ */
+export type TokenCode = 'usdc' | 'other-name' | 'eip5267-v1' | 'none';
+const TOKEN_CODE: Record<TokenCode, Hex> = {
+  usdc: EIP3009_TOKEN_RUNTIME,
+  'other-name': EIP3009_TOKEN_OTHER_NAME_RUNTIME,
+  'eip5267-v1': EIP3009_TOKEN_5267_RUNTIME,
+  none: '0x',
 };
 
 export type Anvil = {
@@ -45,6 +68,8 @@ export type Anvil = {
   usdcBalance: (addr: Address) => Promise<bigint>;
   mine: (blocks?: number) => Promise<void>;
   setAutomine: (on: boolean) => Promise<void>;
+  /** Replaces the code at the USDC address (balances and authorization states stay in storage). */
+  installToken: (code: TokenCode) => Promise<void>;
   /**
    * The payer's cancelAuthorization (FiatToken v2.2): `payer` signs CancelAuthorization(authorizer,
    * nonce) and the dev account sends it with a priority fee of `tipGwei` (default 100, so a block
@@ -96,7 +121,8 @@ async function rpcCall<T>(url: string, method: string, params: unknown[] = []): 
 
 async function spawnOnce(opts: AnvilOptions): Promise<{ proc: ChildProcess; port: number; url: string }> {
   const port = await freePort();
-  const args = ['--port', String(port), '--host', '127.0.0.1', '--chain-id', '8453', '--silent', '--accounts', '2'];
+  const chainId = opts.chainId ?? 8453;
+  const args = ['--port', String(port), '--host', '127.0.0.1', '--chain-id', String(chainId), '--silent', '--accounts', '2'];
   if (opts.noMining) args.push('--no-mining');
   else if (opts.blockTime) args.push('--block-time', String(opts.blockTime));
   const proc = spawn(anvilBinary(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -110,7 +136,7 @@ async function spawnOnce(opts: AnvilOptions): Promise<{ proc: ChildProcess; port
     if (proc.exitCode !== null) throw new Error(`anvil exited (${proc.exitCode}): ${stderr.slice(0, 500)}`);
     try {
       const id = await rpcCall<Hex>(url, 'eth_chainId');
-      if (Number(id) === 8453) return { proc, port, url };
+      if (Number(id) === chainId) return { proc, port, url };
     } catch {
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -119,7 +145,7 @@ async function spawnOnce(opts: AnvilOptions): Promise<{ proc: ChildProcess; port
   throw new Error(`anvil did not answer on ${url} within 15 s: ${stderr.slice(0, 500)}`);
 }
 
-/** Starts a private anvil (chain id 8453) with the test token at the real USDC address and Multicall3. */
+/** Starts a private anvil (chain id 8453 unless told) with the test token at the real USDC address and Multicall3. */
 export async function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
   installExitHook();
   let started: Awaited<ReturnType<typeof spawnOnce>> | undefined;
@@ -132,11 +158,15 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
   }
   const { proc, port, url } = started;
   const rpc = <T = unknown>(method: string, params: unknown[] = []) => rpcCall<T>(url, method, params);
-  await rpc('anvil_setCode', [USDC_BASE, EIP3009_TOKEN_RUNTIME]);
+  const installToken = async (code: TokenCode) => {
+    await rpc('anvil_setCode', [USDC_BASE, TOKEN_CODE[code]]);
+  };
+  await installToken(opts.token ?? 'usdc');
   await rpc('anvil_setCode', [MULTICALL3_ADDRESS, MULTICALL3_RUNTIME]);
 
-  const client = createPublicClient({ chain: base, transport: http(url, { retryCount: 0 }) }) as PublicClient;
-  const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: base, transport: http(url) }).extend(publicActions);
+  const onChain = { ...base, id: opts.chainId ?? base.id };
+  const client = createPublicClient({ chain: onChain, transport: http(url, { retryCount: 0 }) }) as PublicClient;
+  const dev = createWalletClient({ account: privateKeyToAccount(ANVIL_DEV_KEY), chain: onChain, transport: http(url) }).extend(publicActions);
 
   const mine = async (blocks = 1) => {
     await rpc('anvil_mine', [`0x${blocks.toString(16)}`]);
@@ -171,6 +201,7 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
     setAutomine: async (on) => {
       await rpc('evm_setAutomine', [on]);
     },
+    installToken,
     cancelAuthorization: async (payer, nonce, o = {}) => {
       const signature = await payer.signTypedData({
         domain: { name: 'USD Coin', version: '2', chainId: base.id, verifyingContract: USDC_BASE },

@@ -1,4 +1,4 @@
-import { LockMode } from '@mikro-orm/core';
+import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { ServerInferResponseBody, ServerInferResponses } from '@ts-rest/core';
 import { humanOf, resolvePolicy, type contract, type ReasonCode, type SettleRejected, type TrustTier } from '@svc/contract';
 import type { Hex } from 'viem';
@@ -335,7 +335,17 @@ async function beginCapture(
   // One statement: the attempt and the session's phase-1 columns. The unit of work then takes
   // the session as written, so the commit does not write it again.
   const attempt = attemptFields(services, opening);
-  await insertAttemptSettling(tx, attempt, s);
+  try {
+    await insertAttemptSettling(tx, attempt, s);
+  } catch (err) {
+    // Another session's attempt holds this authorization, settled or in flight (the unique index
+    // settlement_attempts_authorization), though no replay reservation stopped this one: the
+    // transfer is taken, whatever released the reservation.
+    if (err instanceof UniqueConstraintViolationException && String(err.message).includes('settlement_attempts_authorization')) {
+      throw new CaptureFailure('NONCE_ALREADY_USED', humanOf('NONCE_ALREADY_USED'));
+    }
+    throw err;
+  }
   tx.getUnitOfWork().merge(s);
   return { kind: 'drive', attemptId: attempt.id, proof: proof!, facilitator, session: s };
 }

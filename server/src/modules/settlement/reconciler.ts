@@ -8,6 +8,7 @@ import { broadcastsOf, resolveAttempt } from './engine.js';
 import { SettlementAttemptEntity } from './entity.js';
 import { claimDueAttempts } from './store.js';
 import { sweepRateLimitBuckets } from '../checkout/rate-limit.js';
+import { RepeatLimiter } from '../../lib/log-limit.js';
 
 export type SettlementWorker = { stop(): Promise<void>; runOnce(): Promise<void> };
 
@@ -34,8 +35,10 @@ export function startSettlementWorker(services: Services, opts: { intervalMs?: n
   let timer: NodeJS.Timeout | null = null;
 
   let housekept = -Infinity;
+  // A chain that stays wrong fails every attempt every pass: its cause is logged once a minute.
+  const retryWarnings = new RepeatLimiter(60_000);
   const runOnce = async () => {
-    await reconcileDue(services, log);
+    await reconcileDue(services, log, retryWarnings);
     await sweepLapsed(services, log);
     const now = services.now().getTime();
     if (now - housekept >= HOUSEKEEPING_MS || now < housekept) {
@@ -62,7 +65,7 @@ export function startSettlementWorker(services: Services, opts: { intervalMs?: n
   };
 }
 
-async function reconcileDue(services: Services, log: Services['log']) {
+async function reconcileDue(services: Services, log: Services['log'], retryWarnings: RepeatLimiter) {
   const claimed = await services.orm.em.fork().transactional((tx) => claimDueAttempts(tx, CLAIM_LEASE_SECONDS, BATCH));
   for (const id of claimed) {
     const em = services.orm.em.fork();
@@ -79,7 +82,9 @@ async function reconcileDue(services: Services, log: Services['log']) {
       const result = await resolveAttempt(services, a.id, outcome);
       if (result.kind !== 'pending') log.info({ attempt: a.id, session: a.sessionId, outcome: result.kind }, 'settlement attempt reconciled');
     } catch (err) {
-      log.warn({ attempt: a.id, err: err instanceof Error ? err.message : String(err) }, 'reconcile failed; will retry');
+      const cause = err instanceof Error ? err.message : String(err);
+      const heldBack = retryWarnings.pass(cause);
+      if (heldBack !== null) log.warn({ attempt: a.id, err: cause, heldBack }, 'reconcile failed; will retry');
       await em.nativeUpdate(SettlementAttemptEntity, { id: a.id, status: 'pending' }, { leaseUntil: new Date(services.now().getTime() + RECHECK_MS) });
     }
   }

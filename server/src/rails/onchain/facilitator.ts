@@ -14,15 +14,20 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import type { Logger } from '../../lib/logger.js';
 import { CHAINS } from '@svc/contract';
+import { ApiError } from '../../lib/errors.js';
 import { checkProof, type RecoverSigner } from '../../lib/eip3009.js';
+import { RepeatLimiter } from '../../lib/log-limit.js';
+import { ChainGuard, checkChain, type ChainGuardOptions } from '../chain-guard.js';
 import {
   USDC_ABI,
+  ExecutedAuthorizations,
   chainRead,
   authorizationAt,
   chainSnapshot,
   type ChainSnapshot,
   hashesOf,
   isRpcUnavailable,
+  judgeUsedBeforeUs,
   mapRevert,
   receiptMovesFunds,
   receiptOf,
@@ -60,6 +65,8 @@ export type OnchainFacilitatorOptions = {
   rpcTimeoutMs?: number;
   /** How far back reconcile searches AuthorizationUsed logs. Default 100000 blocks (about 2.3 days on Base). */
   logLookbackBlocks?: bigint;
+  /** How long the chain check (chain id, token code, EIP-712 domain) stands; see ChainGuard. */
+  chainCheck?: ChainGuardOptions;
 };
 
 export type OnchainFacilitatorConfig = {
@@ -115,12 +122,18 @@ export class OnchainFacilitator implements Facilitator {
   private readonly relayers: Relayer[];
   private readonly token: Address;
   private readonly chainId: number;
-  private readonly opts: Required<Omit<OnchainFacilitatorOptions, 'gasLimit'>> & { gasLimit?: bigint };
+  private readonly opts: Required<Omit<OnchainFacilitatorOptions, 'gasLimit' | 'chainCheck'>> & { gasLimit?: bigint };
   private readonly flights = new Set<Flight>();
   private readonly log: Logger;
   private timer: NodeJS.Timeout | null = null;
   private ticking = false;
   private turn = 0;
+  /** The chain as live settlement needs it, checked before anything is signed (cached). */
+  private readonly guard: ChainGuard;
+  /** Authorizations verify() found carried on chain by someone else, for their settle. */
+  private readonly executed = new ExecutedAuthorizations();
+  /** The monitor retries every poll: a lasting failure is logged once a minute, with its cause. */
+  private readonly watchWarnings = new RepeatLimiter(60_000);
 
   constructor(private readonly cfg: OnchainFacilitatorConfig) {
     if (cfg.privateKeys.length === 0) throw new Error('OnchainFacilitator needs at least one relayer private key');
@@ -145,6 +158,7 @@ export class OnchainFacilitator implements Facilitator {
       transport: http(cfg.rpcUrl, { timeout: this.opts.rpcTimeoutMs, retryCount: 1, batch: { wait: 0, batchSize: 32 } }),
     }) as PublicClient;
     this.relayers = cfg.privateKeys.map((k) => new Relayer(privateKeyToAccount(k), this.client));
+    this.guard = new ChainGuard(() => checkChain(this.client, cfg.chain), this.log, o.chainCheck);
   }
 
   /** Relayer addresses (never keys), for logs and tests. */
@@ -153,6 +167,7 @@ export class OnchainFacilitator implements Facilitator {
   }
 
   async verify(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {
+    await this.guard.ready();
     if (proof.chain !== this.cfg.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.cfg.chain}.` };
     }
@@ -171,6 +186,13 @@ export class OnchainFacilitator implements Facilitator {
       if (isRpcUnavailable(err)) throw rpcUnavailable();
       const reason = revertReason(err);
       const refusal = reason ? mapRevert(reason) : { code: 'CAPTURE_FAILED' as const, human: 'The transfer could not be simulated on chain.' };
+      if (refusal.code === 'NONCE_ALREADY_USED') {
+        // Someone else may have carried this very authorization on chain: then the merchant is paid.
+        const judged = await judgeUsedBeforeUs(this.client, this.token, p, this.opts.logLookbackBlocks);
+        if (judged.status === 'failed') return { ok: false, code: judged.code, human: judged.human };
+        this.executed.remember(p, judged.reference);
+        return { ok: true, proof: p };
+      }
       if (refusal.code === 'INSUFFICIENT_FUNDS') {
         // worth one more read on the refusal path: the figure the agent needs
         const balance = await usdcBalance(this.client, this.token, p.authorization.from).catch(() => null);
@@ -182,6 +204,7 @@ export class OnchainFacilitator implements Facilitator {
 
   async settle(proof: PaymentProof, opts: SettleOptions): Promise<SettleOutcome> {
     const deadline = Date.now() + opts.waitMs;
+    await this.guard.ready();
     if (proof.chain !== this.cfg.chain) {
       return { status: 'failed', code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.cfg.chain}.` };
     }
@@ -191,6 +214,9 @@ export class OnchainFacilitator implements Facilitator {
     const check = await checkProof(proof, opts.nowSec, this.cfg.recover);
     if (!check.ok) return { status: 'failed', code: check.code, human: check.human };
     const p = check.proof;
+    // verify() found this authorization already carried on chain as signed: nothing to send
+    const carried = this.executed.take(p);
+    if (carried) return { status: 'settled', reference: carried };
     const relayer = pickRelayer(this.relayers, this.turn++);
     const data = transferCalldata(p);
     let gas: bigint;
@@ -204,6 +230,7 @@ export class OnchainFacilitator implements Facilitator {
       if (isRpcUnavailable(err)) throw rpcUnavailable();
       const reason = revertReason(err);
       const m = reason ? mapRevert(reason) : { code: 'CAPTURE_FAILED' as const, human: 'The transfer could not be simulated on chain.' };
+      if (m.code === 'NONCE_ALREADY_USED') return judgeUsedBeforeUs(this.client, this.token, p, this.opts.logLookbackBlocks);
       return { status: 'failed', ...m };
     }
     const fees = await this.cachedFees();
@@ -265,6 +292,8 @@ export class OnchainFacilitator implements Facilitator {
    */
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
     const { proof, broadcasts } = input;
+    // Judged on another chain or token, a transfer that moved would read as never sent and be released.
+    await this.guard.ready();
     const at = await chainSnapshot(this.client);
     const state = await authorizationAt(this.client, this.token, proof, at);
     if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks, at);
@@ -279,22 +308,35 @@ export class OnchainFacilitator implements Facilitator {
     return { status: 'failed', code: 'CAPTURE_FAILED', human: 'No transaction carrying the authorization can still be mined; it was never sent, reverted or was replaced.' };
   }
 
+  /**
+   * For /readyz and the start-up line: the chain check (renewed now, so a fixed chain is seen at
+   * once), the block number and each relayer's gas balance; `cause` is one line naming the
+   * first problem.
+   */
   async health(): Promise<FacilitatorHealth> {
-    let rpc: { ok: boolean; chainId?: number; blockNumber?: string } = { ok: false };
     let relayers: { address: string; balance_wei: string | null; ok: boolean }[] = this.relayers.map((r) => ({ address: r.address, balance_wei: null, ok: false }));
-    try {
-      const [chainId, blockNumber, balances] = await Promise.all([
-        this.client.getChainId(),
-        this.client.getBlockNumber(),
-        Promise.all(this.relayers.map((r) => this.client.getBalance({ address: r.address }))),
-      ]);
-      rpc = { ok: chainId === this.chainId, chainId, blockNumber: blockNumber.toString() };
-      relayers = this.relayers.map((r, i) => ({ address: r.address, balance_wei: balances[i]!.toString(), ok: balances[i]! >= this.opts.minRelayerBalanceWei }));
-    } catch {
-      rpc = { ok: false };
-    }
-    const ok = rpc.ok && relayers.every((r) => r.ok);
-    return { ok, detail: { facilitator: 'onchain', chain: this.cfg.chain, rpc, relayers } };
+    let blockNumber: string | undefined;
+    let readCause: string | undefined;
+    const [chain] = await Promise.all([
+      this.guard.refresh(),
+      chainRead(() => Promise.all([this.client.getBlockNumber(), Promise.all(this.relayers.map((r) => this.client.getBalance({ address: r.address })))])).then(
+        ([block, balances]) => {
+          blockNumber = block.toString();
+          relayers = this.relayers.map((r, i) => ({ address: r.address, balance_wei: balances[i]!.toString(), ok: balances[i]! >= this.opts.minRelayerBalanceWei }));
+        },
+        (err: unknown) => {
+          readCause = err instanceof ApiError ? err.human : String(err);
+        },
+      ),
+    ]);
+    const rpc = { ok: chain.chainId === this.chainId, ...(chain.chainId === undefined ? {} : { chainId: chain.chainId }), ...(blockNumber ? { blockNumber } : {}) };
+    const poor = relayers.find((r) => r.balance_wei !== null && !r.ok);
+    const cause =
+      chain.cause ??
+      readCause ??
+      (poor ? `Relayer ${poor.address} holds ${poor.balance_wei} wei for gas, below SVC_RELAYER_MIN_BALANCE_WEI (${this.opts.minRelayerBalanceWei}).` : undefined);
+    const ok = chain.ok && !readCause && relayers.every((r) => r.ok);
+    return { ok, detail: { facilitator: 'onchain', chain: this.cfg.chain, rpc, token: chain.token, relayers, ...(cause ? { cause } : {}) } };
   }
 
   async close(): Promise<void> {
@@ -459,7 +501,9 @@ export class OnchainFacilitator implements Facilitator {
       }
       await this.replace(f);
     } catch (err) {
-      this.log.warn({ relayer: f.relayer.address, relayerNonce: f.nonce, err: errorText(err).slice(0, 200) }, 'onchain facilitator watch failed; retrying');
+      const cause = err instanceof ApiError ? err.human : errorText(err).slice(0, 200);
+      const heldBack = this.watchWarnings.pass(cause);
+      if (heldBack !== null) this.log.warn({ relayer: f.relayer.address, relayerNonce: f.nonce, cause, heldBack }, `onchain facilitator watch failed; retrying: ${cause}`);
     } finally {
       f.busy = false;
     }
