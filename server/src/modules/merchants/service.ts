@@ -1,7 +1,7 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { CreateMerchantBody, Merchant, RailName, UpdateMerchantBody } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import type { AuthContext, Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { generateEd25519 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
@@ -93,6 +93,7 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
         updatedAt: now,
       });
       await tx.flush();
+      await respondIn(ctx, tx, 201, presentMerchant(m));
       return m;
     });
   } catch (err) {
@@ -205,6 +206,6 @@ export async function putReceiving(ctx: Ctx & { auth: AuthContext }, input: unkn
     ctx.services.caches.agent.invalidateOnCommit(tx, m.id);
     m.updatedAt = ctx.services.now();
     await tx.flush();
-    return { receiving: m.receiving };
+    return respondIn(ctx, tx, 200, { receiving: m.receiving });
   });
 }
