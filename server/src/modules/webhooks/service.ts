@@ -128,7 +128,8 @@ export async function listWebhookEndpoints(ctx: AuthedCtx, limit: number, cursor
 
 export async function updateWebhookEndpoint(ctx: AuthedCtx, id: string, body: UpdateWebhookEndpointBody): Promise<WebhookEndpoint> {
   return ctx.em.transactional(async (tx) => {
-    const e = await findWebhookEndpoint(tx, ctx.auth, id);
+    // The endpoint row first, then its deliveries and attempts: the workers' lock order (webhooks/store.ts).
+    const e = await findWebhookEndpoint(tx, ctx.auth, id, { lock: true });
     if (body.url !== undefined) {
       const url = checkWebhookUrl(body.url, e.livemode);
       if (url !== e.url) {
@@ -159,7 +160,8 @@ export async function updateWebhookEndpoint(ctx: AuthedCtx, id: string, body: Up
 
 export async function deleteWebhookEndpoint(ctx: AuthedCtx, id: string): Promise<void> {
   await ctx.em.transactional(async (tx) => {
-    const e = await findWebhookEndpoint(tx, ctx.auth, id);
+    // The endpoint row first, then its deliveries and attempts: the workers' lock order (webhooks/store.ts).
+    const e = await findWebhookEndpoint(tx, ctx.auth, id, { lock: true });
     const now = ctx.services.now();
     e.deletedAt = now;
     e.updatedAt = now;
