@@ -110,7 +110,14 @@ export async function idempotencyMiddleware(req: Request, res: Response, next: N
       const text = JSON.stringify(body);
       const store =
         status >= 500
-          ? release()
+          ? release().catch((err: unknown) => {
+              // The request's database budget is spent (or the database is down): the key is freed once
+              // the database answers again, outside the budget and without holding this answer back.
+              void ctx.services.dbRequests
+                .outside(release)
+                .catch((again: unknown) => ctx.log.error({ err: String(again) }, 'failed to release idempotency key'));
+              throw err;
+            })
           : completeIdempotencyKey(em, ref, owner, status, ctx.services.box.seal(text, aad)).then(() => undefined);
       store
         .catch((err: unknown) => ctx.log.error({ err: String(err) }, 'failed to store idempotent response'))
