@@ -221,6 +221,51 @@ describe('issue 24.7: an idempotent write and its stored response commit togethe
     expect(await databaseState()).toBe(written);
   });
 
+  it('GIVEN a held session whose approval captures through a facilitator outside the process WHEN approved with an Idempotency-Key THEN a retry while the capture runs replays 202 settlement_pending (stored with the approval), and once the capture ends the 200 replaces it and replays byte for byte', async () => {
+    const sessionId = await heldSession();
+    // The test mode facilitator, as a facilitator outside the process would run it: the capture
+    // happens after the approval's transaction, and waits here until released.
+    const mock = app.services.facilitators.test;
+    let startCapture!: () => void;
+    const captureMayRun = new Promise<void>((r) => (startCapture = r));
+    let capturing!: () => void;
+    const isCapturing = new Promise<void>((r) => (capturing = r));
+    app.services.facilitators.test = {
+      name: 'remote',
+      inProcess: false,
+      verify: (proof, nowSec) => mock.verify(proof, nowSec),
+      settle: async (proof, opts) => {
+        capturing();
+        await captureMayRun;
+        return mock.settle(proof, opts);
+      },
+      reconcile: (input) => mock.reconcile(input),
+      health: () => mock.health(),
+      close: async () => undefined,
+    };
+    try {
+      const headers = { 'idempotency-key': `approve-${ulid()}` };
+      const approving = app.request('POST', `/v1/sessions/${sessionId}/approve`, { key, headers });
+      await isCapturing;
+      const meanwhile = await app.request('POST', `/v1/sessions/${sessionId}/approve`, { key, headers });
+      expect(meanwhile.status, meanwhile.text).toBe(202);
+      expect(meanwhile.headers.get('idempotent-replayed')).toBe('true');
+      expect(meanwhile.body).toMatchObject({ status: 'settlement_pending', session_id: sessionId, reason_codes: ['SETTLEMENT_PENDING'] });
+      startCapture();
+      const approved = await approving;
+      expect(approved.status, approved.text).toBe(200);
+      expect(approved.body).toMatchObject({ status: 'accepted', order_id: expect.stringMatching(/^ord_/) });
+      const replay = await app.request('POST', `/v1/sessions/${sessionId}/approve`, { key, headers });
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(replay.status).toBe(200);
+      expect(replay.text).toBe(approved.text);
+      expect(await sql(app, 'select status, locked_until from idempotency_keys where idem_key = ?', [headers['idempotency-key']])).toEqual([{ status: 200, locked_until: null }]);
+    } finally {
+      startCapture();
+      app.services.facilitators.test = mock;
+    }
+  });
+
   it('GIVEN POST /v1/validate (reads only) WHEN it runs with an Idempotency-Key THEN its answer is stored after it and replayed', async () => {
     const idemKey = `validate-${ulid()}`;
     const first = await app.request('POST', `/v1/validate${q()}`, { key, headers: { 'idempotency-key': idemKey } });
