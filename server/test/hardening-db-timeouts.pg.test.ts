@@ -119,7 +119,7 @@ describe('hardening: a stalled database answers 503 within seconds and recovers 
       await viaRelay.stop();
       await relay.stop();
     }
-  }, 40_000);
+  }, 120_000);
 });
 
 describe('issue 24.11: every request answers 503 within its database budget (SVC_DB_REQUEST_TIMEOUT_MS), queued or not, and leaves nothing half-done (PostgreSQL)', () => {
