@@ -6,6 +6,7 @@ import { merchantBody, TestApp, type TestKey } from './helpers/harness.js';
 import { expectError, sql } from './helpers/foundation.js';
 import { newBuyer, publishedMerchant } from './helpers/agent.js';
 import { openSession, payX402 } from './helpers/agent-protocol.js';
+import { contractRoutes, takesIdempotencyKey } from '../../scripts/emit-openapi.js';
 
 let app: TestApp;
 let key: TestKey;
@@ -199,6 +200,11 @@ describe('issue 24.7: an idempotent write and its stored response commit togethe
       request: async () => ({ method: 'POST', path: '/v1/ingest/decision', body: { session: ingested(randomUUID(), shop.merchant.id, { state: 'rejected', verdict: { decision: 'reject', tier: 'standard', reasonCodes: ['POLICY'] } }) } }),
     },
   ];
+
+  it('GIVEN the contract THEN every route that honours Idempotency-Key is exercised below (a new one must be added, and write its response in its transaction)', () => {
+    const honouring = contractRoutes().filter(takesIdempotencyKey).map((r) => `${r.method.toUpperCase()} ${r.openApiPath}`);
+    expect([...routes.map((r) => r.name), 'POST /v1/validate'].sort()).toEqual(honouring.sort());
+  });
 
   it.each(routes)('GIVEN the response of $name cannot be stored WHEN it runs with an Idempotency-Key THEN nothing is written (5xx), and the retry writes once and replays byte for byte', async (route) => {
     const { method, path, body } = await route.request();
