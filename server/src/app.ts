@@ -105,6 +105,10 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
   // The one form of the API: the sign-in link's page posts its token (application/x-www-form-urlencoded).
   app.use('/v1/auth/verify', express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 4 }));
 
+  // From here on (the body is read) the request runs under its database budget: everything it
+  // waits for from PostgreSQL counts, and a spent budget answers 503 (db/request-budget.ts).
+  app.use((_req: Request, _res: Response, next: NextFunction) => services.dbRequests.run(next));
+
   app.use(agentHostRouting(services.config));
 
   createExpressEndpoints(contract, router, app, {

@@ -1,5 +1,6 @@
 import type { Config } from './config.js';
 import { migrate, openOrm, type DbTarget } from './db/orm.js';
+import { RequestDbBudget } from './db/request-budget.js';
 import { resolveMasterKey, SecretBox } from './lib/crypto.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import type { Services } from './services.js';
@@ -44,8 +45,9 @@ export async function createServices(
   const log = opts.log ?? createLogger(config.LOG_LEVEL);
   const box = new SecretBox(resolveMasterKey(config, log));
   const target = opts.target ?? dbTargetFor(config);
+  const dbRequests = new RequestDbBudget(config.SVC_DB_REQUEST_TIMEOUT_MS);
   const timeouts = { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS };
-  const orm = await openOrm(target, log, timeouts);
+  const orm = await openOrm(target, log, { ...timeouts, requests: dbRequests });
   if (opts.migrate !== false) await migrate(orm);
   if (config.NODE_ENV === 'production' && target.kind === 'pglite') {
     log.warn(
@@ -68,6 +70,7 @@ export async function createServices(
   const services: Services = {
     config,
     orm,
+    dbRequests,
     box,
     log,
     now: () => new Date(),

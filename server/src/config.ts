@@ -103,6 +103,8 @@ const ConfigSchema = z.object({
   SVC_DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
   SVC_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces').optional(),
   SVC_DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  /** The most one HTTP request waits on PostgreSQL in total (pool, connecting, statements) before it answers 503 DATABASE_UNAVAILABLE. */
+  SVC_DB_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(4500),
   /** Sign-in mail over SMTP (smtp:// or smtps://, credentials in the URL); unset = the link is logged at info. */
   SVC_SMTP_URL: z
     .string()

@@ -1,5 +1,6 @@
 import type { Config } from './config.js';
 import type { Orm } from './db/orm.js';
+import type { RequestDbBudget } from './db/request-budget.js';
 import type { SecretBox } from './lib/crypto.js';
 import type { Logger } from './lib/logger.js';
 import type { Facilitators } from './rails/index.js';
@@ -20,6 +21,8 @@ export type Caches = { agent: AgentReadCache; issuerKeys: IssuerKeySets };
 export type Services = {
   config: Config;
   orm: Orm;
+  /** Each HTTP request's total wait on PostgreSQL (SVC_DB_REQUEST_TIMEOUT_MS): app.ts runs every request under it. */
+  dbRequests: RequestDbBudget;
   box: SecretBox;
   log: Logger;
   now: () => Date;

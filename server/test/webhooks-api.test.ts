@@ -162,14 +162,20 @@ describe('endpoint management', () => {
 
   it('rotates the secret: a new one shown once, the old one signing for 24 h', async () => {
     const { id, secret } = await createEndpoint(app, key, 'https://example.com/r');
-    const before = Date.now();
-    const rot = await app.request('POST', `${EP}/${id}/rotate-secret`, { key });
+    // The application clock, pinned: the old secret's expiry is exactly 24 h after the rotation.
+    const rotatedAt = new Date('2026-11-26T12:00:00.000Z');
+    const realNow = app.services.now;
+    app.services.now = () => rotatedAt;
+    let rot;
+    try {
+      rot = await app.request('POST', `${EP}/${id}/rotate-secret`, { key });
+    } finally {
+      app.services.now = realNow;
+    }
     expect(rot.status, rot.text).toBe(200);
     expect(rot.body.secret).toMatch(/^whsec_/);
     expect(rot.body.secret).not.toBe(secret);
-    const expires = Date.parse(rot.body.previous_secret_expires_at);
-    expect(expires).toBeGreaterThanOrEqual(before + 24 * 3600 * 1000 - 1000);
-    expect(expires).toBeLessThanOrEqual(Date.now() + 24 * 3600 * 1000);
+    expect(rot.body.previous_secret_expires_at).toBe('2026-11-27T12:00:00.000Z');
     const [row] = await sql(app, 'select secret_sealed, previous_secret_sealed from webhook_endpoints where id = ?', [id]);
     expect(app.services.box.open(row!.secret_sealed, id)).toBe(rot.body.secret);
     expect(app.services.box.open(row!.previous_secret_sealed, id)).toBe(secret);

@@ -59,10 +59,30 @@ export async function releaseIdempotencyKey(em: Em, ref: IdempotencyKeyRef, owne
   await em.execute('delete from idempotency_keys where scope_key = ? and idem_key = ? and lock_owner = ? and status is null', [ref.scopeKey, ref.key, owner]);
 }
 
-/** Stores the final status and (sealed) response text, if `owner` still holds the key. */
-export async function completeIdempotencyKey(em: Em, ref: IdempotencyKeyRef, owner: string, status: number, sealedResponse: string): Promise<void> {
-  await em.execute(
-    'update idempotency_keys set status = ?, response = ?, locked_until = null where scope_key = ? and idem_key = ? and lock_owner = ? and status is null',
+/**
+ * Stores the status and (sealed) response text, if `owner` still holds the key: a key in
+ * progress, or one holding a provisional response of this owner. True when stored. Called
+ * inside the transaction of the request's writes (`IdempotentRequest.completeIn`), so the
+ * response commits with what it reports, or after a request that wrote nothing.
+ *
+ * A provisional response (a write whose final outcome comes from a later step, such as an
+ * approved hold settling on chain) is replayed like any stored one but keeps its lease
+ * columns, so the same owner may replace it with the final response; `locked_until` is null
+ * exactly on final rows.
+ */
+export async function completeIdempotencyKey(
+  em: Em,
+  ref: IdempotencyKeyRef,
+  owner: string,
+  status: number,
+  sealedResponse: string,
+  opts: { provisional?: boolean } = {},
+): Promise<boolean> {
+  const rows = await em.execute(
+    `update idempotency_keys set status = ?, response = ?, locked_until = ${opts.provisional ? 'coalesce(locked_until, now())' : 'null'}
+     where scope_key = ? and idem_key = ? and lock_owner = ? and (status is null or locked_until is not null)
+     returning id`,
     [status, sealedResponse, ref.scopeKey, ref.key, owner],
   );
+  return rows.length > 0;
 }

@@ -8,6 +8,7 @@ import { entities } from './entities.js';
 import { migrationsList } from '../migrations/index.js';
 import { namePreparedStatements } from './sql.js';
 import { readPgliteTemplate } from './pglite-template.js';
+import type { RequestDbBudget } from './request-budget.js';
 import type { Logger } from '../lib/logger.js';
 
 export type Orm = SqlOrm;
@@ -35,10 +36,16 @@ export function pgliteOrigin(orm: Orm): PgliteOrigin | undefined {
  * rather than hang: `statementMs` bounds each statement on the server (statement_timeout,
  * lock waits included) and, with a margin, on the client (query_timeout, for a server that
  * stopped answering at all); `connectMs` bounds opening a connection and waiting for a free
- * one in the pool. A transaction left idle for long is ended by the server. PGlite runs in
- * process and has none of these.
+ * one in the pool. A transaction left idle for long is ended by the server. An HTTP request
+ * also has a total for all of these together (`requests`, SVC_DB_REQUEST_TIMEOUT_MS). PGlite
+ * runs in process and has none of these.
  */
-export type DbTimeouts = { statementMs: number; connectMs: number };
+export type DbTimeouts = {
+  statementMs: number;
+  connectMs: number;
+  /** The per-request total (db/request-budget.ts), applied to the pool; none when absent. */
+  requests?: RequestDbBudget;
+};
 export const DEFAULT_DB_TIMEOUTS: DbTimeouts = { statementMs: 5000, connectMs: 5000 };
 
 /** The `pg` client and pool options for the timeouts above. */
@@ -68,7 +75,13 @@ export async function openOrm(target: DbTarget, log?: Logger, timeouts: DbTimeou
       clientUrl: target.url,
       pool: { min: 0, max: target.poolMax ?? 10, idleTimeoutMillis: 10_000 },
       // Statements sent with values (db/sql.ts runSql) run as named prepared statements.
-      driverOptions: { ...pgTimeoutOptions(timeouts), onPoolCreated: namePreparedStatements },
+      driverOptions: {
+        ...pgTimeoutOptions(timeouts),
+        onPoolCreated: (pool: Parameters<typeof namePreparedStatements>[0] & Parameters<RequestDbBudget['install']>[0]) => {
+          namePreparedStatements(pool);
+          timeouts.requests?.install(pool);
+        },
+      },
     })) as unknown as Orm;
   }
   let dbName = 'memory://';

@@ -19,6 +19,18 @@ export type AuthContext = {
   scopes: Scope[];
 };
 
+/**
+ * A request that holds an Idempotency-Key (http/idempotency.ts). Every write a key-honouring
+ * route makes calls `completeIn` as the last statement of the transaction that makes it, with
+ * the status and body the route answers: the stored response commits with the resource, so a
+ * crash (kill -9) can never leave one without the other. It throws (the transaction rolls
+ * back) when a retry took the key over meanwhile. `provisional`: the outcome a later step
+ * replaces (an approved hold whose capture goes on chain after this transaction).
+ */
+export type IdempotentRequest = {
+  completeIn(tx: Em, status: number, body: unknown, opts?: { provisional?: boolean }): Promise<void>;
+};
+
 /** Everything a service needs for one request; handlers pass it through untouched. */
 export type Ctx = {
   em: Em;
@@ -26,6 +38,8 @@ export type Ctx = {
   requestId: string;
   services: Services;
   auth?: AuthContext;
+  /** Set when the request holds an Idempotency-Key; see IdempotentRequest. */
+  idempotency?: IdempotentRequest;
 };
 
 declare global {
@@ -62,6 +76,16 @@ export function requestContext(services: Services, requestId: string): Ctx {
       log = value;
     },
   };
+}
+
+/**
+ * The last step of a key-honouring route's write transaction: `body` (what the route answers
+ * with `status`) becomes the request's stored Idempotency-Key response in `tx` when it holds a
+ * key, and is returned.
+ */
+export async function respondIn<T>(ctx: Ctx, tx: Em, status: number, body: T): Promise<T> {
+  await ctx.idempotency?.completeIn(tx, status, body);
+  return body;
 }
 
 export function ctxOf(req: { ctx?: Ctx }): Ctx {

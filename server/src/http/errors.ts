@@ -72,7 +72,8 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTF
  * The database cannot be reached (refused or dropped connection, server shutting down or
  * refusing connections, connection slots exhausted) or did not answer in time (statement
  * timeout, client query timeout, no connection within the connect / pool-acquire timeout,
- * idle transaction ended by the server): a retryable 503, not a 500.
+ * idle transaction ended by the server, the request's total database time spent): a
+ * retryable 503, not a 500.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
@@ -83,6 +84,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (/^08[0-9A-Z]{3}$/.test(code) || /^57P0[123]$/.test(code) || code === '53300') return true;
   // 57014 query_canceled (statement_timeout), 55P03 lock_not_available (lock_timeout), 25P03 idle_in_transaction_session_timeout.
   if (code === '57014' || code === '55P03' || code === '25P03') return true;
+  // The request's own total wait on the database ran out (db/request-budget.ts).
+  if (code === 'SVC_DB_REQUEST_TIMEOUT') return true;
   if (code === '55000' && message.includes('not currently accepting connections')) return true;
   return /^Connection terminated|timeout exceeded when trying to connect/.test(message) || message.includes('Query read timeout');
 }

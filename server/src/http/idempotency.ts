@@ -30,6 +30,11 @@ const KEY_RE = /^[\x21-\x7e]{1,255}$/;
  * The key row is claimed with a unique constraint, so two concurrent first tries cannot both run.
  * The claim is a lease owned by a token: renewed while the request runs, taken over by a
  * retry once it has run out, and every later write of the row checks the token.
+ *
+ * A route's write transaction stores the response itself (`ctx.idempotency.completeIn`, see
+ * http/context.ts), so the resource and its stored response commit together; the response is
+ * stored here, after the handler, only for requests that wrote nothing (errors below 500, a
+ * validation) and to replace a provisional one. A 5xx is never stored: the key is released.
  */
 export async function idempotencyMiddleware(req: Request, res: Response, next: NextFunction) {
   try {
@@ -42,7 +47,7 @@ export async function idempotencyMiddleware(req: Request, res: Response, next: N
     const scopeKey = `${auth.projectId}:${auth.mode}`;
     const requestHash = sha256Hex(`${req.method} ${req.originalUrl}\n${canonicalJson(req.body ?? null)}`);
     const em = ctx.services.orm.em.fork();
-    // Stored responses can carry secrets shown once (webhook secrets), so they are sealed at rest.
+    // Stored responses can carry secrets shown once (API key and webhook secrets), so they are sealed at rest.
     const aad = `idempotency:${scopeKey}:${key}`;
 
     const ref = { scopeKey, key };
@@ -75,19 +80,45 @@ export async function idempotencyMiddleware(req: Request, res: Response, next: N
     renew.unref();
     const stopRenewing = () => clearInterval(renew);
 
+    // The response the request's own write transaction stored (completeIn), once it answers.
+    let inTransaction: { status: number; text: string; provisional: boolean } | null = null;
+    ctx.idempotency = {
+      completeIn: async (tx, status, body, opts = {}) => {
+        const text = JSON.stringify(body);
+        const provisional = opts.provisional ?? false;
+        if (!(await completeIdempotencyKey(tx, ref, owner, status, ctx.services.box.seal(text, aad), { provisional }))) {
+          // A retry took the key over (this request stalled past its lease): its writes must not commit too.
+          throw new ApiError('IDEMPOTENCY_KEY_IN_PROGRESS', 'A retry with this Idempotency-Key took it over while this request ran; retry to get its response.');
+        }
+        inTransaction = { status, text, provisional };
+      },
+    };
+
     // Store the exact response text before it is sent, so a replay is byte for byte the same.
     let settled = false;
     const release = () => releaseIdempotencyKey(em, ref, owner);
-    const originalJson = res.json.bind(res);
     res.json = (body: unknown) => {
       settled = true;
       stopRenewing();
       const status = res.statusCode;
+      const stored = inTransaction;
+      if (stored && !stored.provisional && stored.status === status) {
+        // Committed with the request's writes: send exactly what a replay will send.
+        res.type('application/json').send(stored.text);
+        return res;
+      }
       const text = JSON.stringify(body);
       const store =
         status >= 500
-          ? release()
-          : completeIdempotencyKey(em, ref, owner, status, ctx.services.box.seal(text, aad));
+          ? release().catch((err: unknown) => {
+              // The request's database budget is spent (or the database is down): the key is freed once
+              // the database answers again, outside the budget and without holding this answer back.
+              void ctx.services.dbRequests
+                .outside(release)
+                .catch((again: unknown) => ctx.log.error({ err: String(again) }, 'failed to release idempotency key'));
+              throw err;
+            })
+          : completeIdempotencyKey(em, ref, owner, status, ctx.services.box.seal(text, aad)).then(() => undefined);
       store
         .catch((err: unknown) => ctx.log.error({ err: String(err) }, 'failed to store idempotent response'))
         .finally(() => {

@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import { isScope, SCOPES, type ApiKeyObject, type ApiKeyWithSecret, type CreateKeyBody, type RollKeyBody, type Scope } from '@svc/contract';
-import type { AuthContext, Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix } from '../../lib/ids.js';
 import { ApiKey } from './entity.js';
@@ -68,8 +68,10 @@ export async function mintKey(ctx: Authed, body: CreateKeyBody): Promise<ApiKeyW
   assertSameMode(ctx.auth, body.mode);
   const scopes = body.scopes ? [...new Set(body.scopes)] : [...ctx.auth.scopes];
   assertHolds(ctx.auth, scopes, 'mint a key');
-  const { key, secret } = await createApiKey(ctx.em, { projectId: ctx.auth.projectId, mode: body.mode, scopes, name: body.name ?? null, now: ctx.services.now() });
-  return { ...presentKey(key), secret };
+  return ctx.em.transactional(async (tx) => {
+    const { key, secret } = await createApiKey(tx, { projectId: ctx.auth.projectId, mode: body.mode, scopes, name: body.name ?? null, now: ctx.services.now() });
+    return respondIn(ctx, tx, 201, { ...presentKey(key), secret });
+  });
 }
 
 /**
@@ -91,7 +93,7 @@ export async function rollKey(ctx: Authed, id: string, body: RollKeyBody): Promi
     old.expiresAt = new Date(now.getTime() + grace * 1000);
     if (grace === 0) old.revokedAt = now;
     await tx.flush();
-    return { ...presentKey(key), secret };
+    return respondIn(ctx, tx, 200, { ...presentKey(key), secret });
   });
 }
 

@@ -1,7 +1,7 @@
 import { QueryOrder, UniqueConstraintViolationException } from '@mikro-orm/core';
 import { Sku, type CatalogItem, type CatalogItemInput, type CatalogItemPatch } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import type { AuthContext, Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { bumpConfigVersion, resolveMerchant } from '../merchants/service.js';
@@ -61,6 +61,7 @@ export async function createCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
       });
       await tx.flush();
       await bumpConfigVersion(ctx, tx, m.id, now);
+      await respondIn(ctx, tx, 201, presentCatalogItem(item));
       return item;
     });
   } catch (err) {

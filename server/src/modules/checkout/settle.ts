@@ -3,7 +3,7 @@ import type { ServerInferResponseBody, ServerInferResponses } from '@ts-rest/cor
 import { humanOf, resolvePolicy, type contract, type ReasonCode, type SettleRejected, type TrustTier } from '@svc/contract';
 import type { Hex } from 'viem';
 import type { Em } from '../../db/orm.js';
-import type { Ctx } from '../../http/context.js';
+import { respondIn, type Ctx } from '../../http/context.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
 import { facilitatorFor, settleMockRail } from '../../rails/index.js';
@@ -456,7 +456,7 @@ export async function resolveHold(ctx: Ctx, m: MerchantRow, sessionId: string, a
   const s = await findSession(em, m, sessionId);
   let phase1: ApprovalPhase1;
   try {
-    phase1 = await em.transactional(async (tx): Promise<ApprovalPhase1> => {
+    const review = async (tx: Em): Promise<ApprovalPhase1> => {
       const locked = await tx.findOneOrFail(CheckoutSessionEntity, { id: s.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
       if (locked.state !== 'held') throw new ApiError('SESSION_NOT_HELD', `The session is ${locked.state}, not held for review.`);
       const now = services.now();
@@ -491,24 +491,44 @@ export async function resolveHold(ctx: Ctx, m: MerchantRow, sessionId: string, a
       if (began.kind === 'drive') return began;
       const result = began.result as AcceptedResult;
       return { kind: 'done', resolution: { kind: 'approved', status: 200, body: result.body } };
-    });
+    };
+    phase1 = await em.transactional(async (tx) => answerReview(ctx, tx, s, await review(tx)));
   } catch (err) {
     if (err instanceof CaptureFailure) throw new ApiError(err.code === 'INSUFFICIENT_FUNDS' ? 'INSUFFICIENT_FUNDS' : 'CAPTURE_FAILED', err.human);
     throw err;
   }
   // The expired hold was rejected and committed above; approving it is now a conflict.
-  if (phase1.kind === 'expired') throw new ApiError('SESSION_NOT_HELD', 'The 24 h review window has passed; the session was rejected.');
+  if (phase1.kind === 'expired') throw reviewWindowPassed();
   if (phase1.kind === 'done') return phase1.resolution;
   const outcome = await driveAttempt(services, phase1.attemptId, phase1.proof, phase1.facilitator, { merchant: m });
   if (outcome.kind === 'accepted') return { kind: 'approved', status: 200, body: outcome.result.body };
-  if (outcome.kind === 'pending') {
-    return {
-      kind: 'approval_pending',
-      status: 202,
-      body: { status: 'settlement_pending', session_id: s.id, order_id: s.orderId ?? null, reason_codes: ['SETTLEMENT_PENDING'], error_human: humanOf('SETTLEMENT_PENDING') },
-    };
-  }
+  if (outcome.kind === 'pending') return { kind: 'approval_pending', status: 202, body: settlementPendingBody(s) };
   throw new ApiError(outcome.code === 'INSUFFICIENT_FUNDS' ? 'INSUFFICIENT_FUNDS' : 'CAPTURE_FAILED', outcome.human);
+}
+
+const reviewWindowPassed = () => new ApiError('SESSION_NOT_HELD', 'The 24 h review window has passed; the session was rejected.');
+
+function settlementPendingBody(s: SessionRow) {
+  return { status: 'settlement_pending' as const, session_id: s.id, order_id: s.orderId ?? null, reason_codes: ['SETTLEMENT_PENDING' as const], error_human: humanOf('SETTLEMENT_PENDING') };
+}
+
+/**
+ * The review's answer is stored with its writes for an Idempotency-Key (http/idempotency.ts).
+ * A capture that goes on chain after this transaction stores the pending answer provisionally:
+ * a crash before the capture ends leaves "settlement pending" (the reconciler finishes it),
+ * never a review that a retry would find no longer held.
+ */
+async function answerReview(ctx: Ctx, tx: Em, s: SessionRow, phase1: ApprovalPhase1): Promise<ApprovalPhase1> {
+  if (phase1.kind === 'done') {
+    const r = phase1.resolution;
+    await respondIn(ctx, tx, r.kind === 'approval_pending' ? 202 : 200, r.body);
+  } else if (phase1.kind === 'drive') {
+    await ctx.idempotency?.completeIn(tx, 202, settlementPendingBody(s), { provisional: true });
+  } else {
+    const refused = reviewWindowPassed();
+    await respondIn(ctx, tx, refused.status, refused.body());
+  }
+  return phase1;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { IngestReceipt, TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
-import type { AuthContext, Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
@@ -104,10 +104,12 @@ async function refusingCollisions<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export async function ingestSession(ctx: Authed, session: IngestSession) {
-  const m = await anchor(ctx.em, ctx.auth, session.merchantId);
-  await assertIngestible(ctx.em, ctx.auth, session.id, m?.id ?? null);
-  await upsertIngestedSession(ctx.em, ctx.auth, { sessionId: session.id, merchantId: m?.id ?? null, payload: JSON.stringify(session), now: ctx.services.now() });
-  return { ok: true as const, session_id: session.id, persisted: m !== null };
+  return ctx.em.transactional(async (tx) => {
+    const m = await anchor(tx, ctx.auth, session.merchantId);
+    await assertIngestible(tx, ctx.auth, session.id, m?.id ?? null);
+    await upsertIngestedSession(tx, ctx.auth, { sessionId: session.id, merchantId: m?.id ?? null, payload: JSON.stringify(session), now: ctx.services.now() });
+    return respondIn(ctx, tx, 200, { ok: true as const, session_id: session.id, persisted: m !== null });
+  });
 }
 
 /** Rule 1 and 2 of 4.9: one transaction, idempotent on session.id, the delta at most once. */
@@ -122,9 +124,9 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
     await assertIngestible(tx, ctx.auth, session.id, m?.id ?? null);
     if (!(await claimIngestReport(tx, ctx.auth, { kind: 'order', sessionId: session.id, agentId, merchantId: m?.id ?? null, decision: 'accept', now }))) {
       const prior = await findIngestReport(tx, ctx.auth, 'order', session.id);
-      if (prior.order_id) return { order_id: prior.order_id, receipt_id: prior.receipt_id, event_ids: [], replayed: true as const };
+      if (prior.order_id) return respondIn(ctx, tx, 201, { order_id: prior.order_id, receipt_id: prior.receipt_id, event_ids: [], replayed: true as const });
       const rep = await readReputation(tx, projectView(ctx.auth), 'agent', prior.agent_id);
-      return { order_id: null, receipt_id: null, event_ids: [], replayed: true as const, reputation_score: rep.score };
+      return respondIn(ctx, tx, 201, { order_id: null, receipt_id: null, event_ids: [], replayed: true as const, reputation_score: rep.score });
     }
     let orderId: string | null = null;
     let receiptId: string | null = null;
@@ -150,7 +152,7 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
       await setIngestReportOrder(tx, ctx.auth, 'order', session.id, { orderId, receiptId });
     }
     const rep = await applyReportedOutcome(tx, ctx.auth, session.id, 'agent', agentId, 'accepted', now);
-    return { order_id: orderId, receipt_id: receiptId, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } };
+    return respondIn(ctx, tx, 201, { order_id: orderId, receipt_id: receiptId, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } });
   }));
 }
 
@@ -167,13 +169,13 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
     if (!(await claimIngestReport(tx, ctx.auth, { kind: 'decision', sessionId: session.id, agentId, merchantId: m?.id ?? null, decision, now }))) {
       const prior = await findIngestReport(tx, ctx.auth, 'decision', session.id);
       const rep = await readReputation(tx, projectView(ctx.auth), 'agent', prior.agent_id);
-      return {
+      return respondIn(ctx, tx, 200, {
         ok: true as const,
         decision: prior.decision as 'reject' | 'hold',
         event_ids: [],
         reputation: { agentId: prior.agent_id, score: rep.score, tier: rep.tier },
         replayed: true as const,
-      };
+      });
     }
     const eventIds: string[] = [];
     if (m) {
@@ -196,6 +198,6 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
       await setIngestReportOrder(tx, ctx.auth, 'decision', session.id, { orderId: order.id });
     }
     const rep = await applyReportedOutcome(tx, ctx.auth, session.id, 'agent', agentId, decision === 'hold' ? 'held' : 'rejected', now);
-    return { ok: true as const, decision, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } };
+    return respondIn(ctx, tx, 200, { ok: true as const, decision, event_ids: eventIds, reputation: { agentId, score: rep.score, tier: rep.tier } });
   }));
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { CreateMerchantBody, Merchant, RailName, UpdateMerchantBody } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import type { AuthContext, Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { generateEd25519 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
@@ -109,6 +109,7 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
         updatedAt: now,
       });
       await tx.flush();
+      await respondIn(ctx, tx, 201, presentMerchant(m));
       return m;
     });
   } catch (err) {
@@ -230,6 +231,7 @@ export async function verifyMerchantDomain(ctx: Ctx & { auth: AuthContext }, id:
     ctx.services.caches.agent.invalidateOnCommit(tx, locked.id);
     locked.updatedAt = now;
     await tx.flush();
+    await respondIn(ctx, tx, 200, presentMerchant(locked));
     return locked;
   });
 }
@@ -264,6 +266,6 @@ export async function putReceiving(ctx: Ctx & { auth: AuthContext }, input: unkn
     ctx.services.caches.agent.invalidateOnCommit(tx, m.id);
     m.updatedAt = ctx.services.now();
     await tx.flush();
-    return { receiving: m.receiving };
+    return respondIn(ctx, tx, 200, { receiving: m.receiving });
   });
 }

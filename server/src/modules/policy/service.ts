@@ -1,6 +1,6 @@
 import { MerchantPolicy, resolvePolicy, type Finding, type RailName } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import type { AuthContext, Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
@@ -96,7 +96,7 @@ export async function putPolicy(ctx: Ctx & { auth: AuthContext }, merchantId: st
       createdAt: ctx.services.now(),
     });
     await tx.flush();
-    return { id: p.id, version: p.version, hash: p.hash, active: false as const };
+    return respondIn(ctx, tx, 201, { id: p.id, version: p.version, hash: p.hash, active: false as const });
   });
 }
 
@@ -166,7 +166,7 @@ export async function publishConfig(ctx: Ctx & { auth: AuthContext }, merchantId
     if (newest && !newest.active) await activatePolicyVersion(tx, m.id, newest.id, now);
     await markMerchantPublished(tx, m.id, now);
     await bumpConfigVersion(ctx, tx, m.id, now);
-    return { published: true as const, ok: true as const, active_policy_version: newest?.version ?? 0 };
+    return respondIn(ctx, tx, 200, { published: true as const, ok: true as const, active_policy_version: newest?.version ?? 0 });
   });
 }
 

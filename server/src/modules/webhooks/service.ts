@@ -10,7 +10,7 @@ import type { z } from 'zod';
 import { LockMode } from '@mikro-orm/core';
 import type { WebhookEventDetail } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import type { AuthContext, Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
 import type { Services } from '../../services.js';
@@ -62,7 +62,7 @@ export async function createWebhookEndpoint(ctx: AuthedCtx, body: CreateWebhookE
   const url = checkWebhookUrl(body.url, outboundRules(ctx.services.config, livemode));
   const id = newId('whk');
   const secret = newWebhookSecret();
-  const row = await ctx.em.transactional(async (tx) => {
+  return ctx.em.transactional(async (tx) => {
     // Creates of one project and mode take turns (the project row, FOR NO KEY UPDATE so
     // inserts referencing the project are not blocked), so the count below cannot be stale.
     await lockProjectForInserts(tx, projectId);
@@ -88,9 +88,8 @@ export async function createWebhookEndpoint(ctx: AuthedCtx, body: CreateWebhookE
       updatedAt: now,
     });
     await tx.flush();
-    return e;
+    return respondIn(ctx, tx, 201, { ...presentEndpoint(e, now), secret });
   });
-  return { ...presentEndpoint(row, ctx.services.now()), secret };
 }
 
 /**
@@ -129,7 +128,8 @@ export async function listWebhookEndpoints(ctx: AuthedCtx, limit: number, cursor
 
 export async function updateWebhookEndpoint(ctx: AuthedCtx, id: string, body: UpdateWebhookEndpointBody): Promise<WebhookEndpoint> {
   return ctx.em.transactional(async (tx) => {
-    const e = await findWebhookEndpoint(tx, ctx.auth, id);
+    // The endpoint row first, then its deliveries and attempts: the workers' lock order (webhooks/store.ts).
+    const e = await findWebhookEndpoint(tx, ctx.auth, id, { lock: true });
     if (body.url !== undefined) {
       const url = checkWebhookUrl(body.url, outboundRules(ctx.services.config, e.livemode));
       if (url !== e.url) {
@@ -160,7 +160,8 @@ export async function updateWebhookEndpoint(ctx: AuthedCtx, id: string, body: Up
 
 export async function deleteWebhookEndpoint(ctx: AuthedCtx, id: string): Promise<void> {
   await ctx.em.transactional(async (tx) => {
-    const e = await findWebhookEndpoint(tx, ctx.auth, id);
+    // The endpoint row first, then its deliveries and attempts: the workers' lock order (webhooks/store.ts).
+    const e = await findWebhookEndpoint(tx, ctx.auth, id, { lock: true });
     const now = ctx.services.now();
     e.deletedAt = now;
     e.updatedAt = now;
@@ -176,7 +177,7 @@ export async function deleteWebhookEndpoint(ctx: AuthedCtx, id: string): Promise
  */
 export async function rotateWebhookSecret(ctx: AuthedCtx, id: string): Promise<WebhookEndpointWithSecret> {
   const secret = newWebhookSecret();
-  const row = await ctx.em.transactional(async (tx) => {
+  return ctx.em.transactional(async (tx) => {
     const e = await findWebhookEndpoint(tx, ctx.auth, id, { lock: true });
     const now = ctx.services.now();
     e.previousSecretSealed = e.secretSealed;
@@ -184,9 +185,8 @@ export async function rotateWebhookSecret(ctx: AuthedCtx, id: string): Promise<W
     e.secretSealed = ctx.services.box.seal(secret, e.id);
     e.updatedAt = now;
     await tx.flush();
-    return e;
+    return respondIn(ctx, tx, 200, { ...presentEndpoint(e, now), secret });
   });
-  return { ...presentEndpoint(row, ctx.services.now()), secret };
 }
 
 // ---- events ------------------------------------------------------------------------------
@@ -264,7 +264,7 @@ export async function replayEvent(ctx: AuthedCtx, id: string) {
     const event = parsePayload(ev.payload);
     await freezeEventBody(tx, ev.id, bytesOfStoredEvent(event));
     const endpointIds = await enqueueAndWake(tx, ctx.services.wake, event, ctx.auth, true);
-    return { event_id: ev.id, deliveries: endpointIds.map((endpoint_id) => ({ endpoint_id, status: 'pending' as const })) };
+    return respondIn(ctx, tx, 200, { event_id: ev.id, deliveries: endpointIds.map((endpoint_id) => ({ endpoint_id, status: 'pending' as const })) });
   });
 }
 
@@ -286,7 +286,7 @@ export async function sendTestEvent(ctx: AuthedCtx, id: string) {
       object: { id: e.id, object: 'webhook_endpoint', url: e.url },
     });
     const deliveries = await listDeliveriesOfEvent(tx, event.id);
-    return { event_id: event.id, deliveries: deliveries.map((d) => ({ endpoint_id: d.endpoint_id, status: 'pending' as const })) };
+    return respondIn(ctx, tx, 200, { event_id: event.id, deliveries: deliveries.map((d) => ({ endpoint_id: d.endpoint_id, status: 'pending' as const })) });
   });
 }
 

@@ -15,6 +15,13 @@ import type { AttemptOutcome } from './deliver.js';
  * Every statement here runs in a short transaction; no transaction spans an HTTP call.
  * The queue runs on the database's clock on purpose (now()): leases, due times and the
  * failing window are written by one worker process and compared by another.
+ *
+ * Lock order (no deadlock between the API and the workers): a transaction that changes an
+ * endpoint's deliveries or attempts as a whole (disable, delete, recording outcomes, the
+ * automatic disable) locks the endpoint row first (`lockEndpointsForDeliveryWrites`, or
+ * `findWebhookEndpoint(..., { lock: true })` on the API), then deliveries, then attempts;
+ * several rows of one table are locked in id order. The claim only takes unlocked
+ * deliveries (SKIP LOCKED) and reads endpoints without locking them.
  */
 
 /** Section 6: delay of each attempt from enqueue (attempt 1 is immediate). */
@@ -163,17 +170,36 @@ export type RecordedAttempt = { claim: ClaimedDelivery; outcome: AttemptOutcome 
 const values = (rows: unknown[][]) => rows.map((r) => `(${r.map(() => '?').join(', ')})`).join(', ');
 
 /**
+ * Locks endpoint rows (in id order) before their deliveries and attempts are written: the
+ * API's disable and delete take the same rows first (FOR UPDATE), so the two never hold one
+ * lock each while waiting for the other's. FOR NO KEY UPDATE: a settle's fan-out, which only
+ * references the endpoint (FOR KEY SHARE through the foreign key), does not wait for it.
+ */
+async function lockEndpointsForDeliveryWrites(tx: Em, endpointIds: string[]): Promise<void> {
+  await tx.execute(`select id from webhook_endpoints where id in (?) order by id for no key update`, [[...new Set(endpointIds)]]);
+}
+
+/** Locks delivery rows in id order (two transactions locking overlapping sets never cross). */
+async function lockDeliveries(tx: Em, deliveryIds: string[]): Promise<void> {
+  await tx.execute(`select id from webhook_deliveries where id in (?) order by id for update`, [deliveryIds]);
+}
+
+/**
  * Records attempt outcomes in one short transaction (a worker batches the outcomes that
  * finish while its previous batch commits) and moves each delivery on: succeeded,
  * rescheduled per the section 6 table (times `retryScale`) from enqueue, or permanently
  * failed after the seventh attempt. Delivery updates are fenced by `lock_owner`, so a
- * worker whose lease was taken over cannot overwrite the new owner's state. Endpoint
- * health follows each endpoint's latest outcome: pending -> enabled on a 2xx, disabled
- * once its failures started more than five days ago.
+ * worker whose lease was taken over, or whose delivery a disable or delete canceled,
+ * cannot overwrite that state; the attempt itself keeps the outcome that really happened.
+ * Endpoint health follows each endpoint's latest outcome: pending -> enabled on a 2xx,
+ * disabled once its failures started more than five days ago. Locks: the endpoints, the
+ * deliveries, then the attempts (the order at the top of this file).
  */
 export async function recordAttempts(em: Em, owner: string, items: RecordedAttempt[], retryScale: number): Promise<void> {
   if (items.length === 0) return;
   await em.transactional(async (tx) => {
+    await lockEndpointsForDeliveryWrites(tx, items.map((i) => i.claim.endpointId));
+    await lockDeliveries(tx, items.map((i) => i.claim.deliveryId));
     const attemptRows = items.map(({ claim, outcome }) => [
       claim.attemptId,
       outcome.ok ? 'succeeded' : 'failed',
@@ -250,7 +276,7 @@ export async function recordAttempts(em: Em, owner: string, items: RecordedAttem
       if (off.length > 0) {
         await tx.execute(
           `update webhook_deliveries set status = 'canceled', completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
-           where endpoint_id in (?) and status = 'pending' and lock_owner is null`,
+           where id in (select id from webhook_deliveries where endpoint_id in (?) and status = 'pending' and lock_owner is null order by id for update)`,
           [off],
         );
       }
@@ -264,15 +290,19 @@ export async function recordAttempts(em: Em, owner: string, items: RecordedAttem
  */
 export async function markSending(em: Em, attemptIds: string[]): Promise<void> {
   if (attemptIds.length === 0) return;
-  await em.execute(`update webhook_attempts set sending_at = now() where id in (?) and status = 'in_progress'`, [attemptIds]);
+  await em.execute(
+    `update webhook_attempts set sending_at = now() where id in (select id from webhook_attempts where id in (?) and status = 'in_progress' order by id for update)`,
+    [attemptIds],
+  );
 }
 
-/** Keeps the leases of everything this worker still holds. */
+/** Keeps the leases of everything this worker still holds (rows locked in id order). */
 export async function extendLeases(em: Em, owner: string, leaseMs: number): Promise<void> {
-  await em.execute(`update webhook_deliveries set locked_until = now() + ? * interval '1 millisecond' where lock_owner = ? and status = 'pending'`, [
-    leaseMs,
-    owner,
-  ]);
+  await em.execute(
+    `update webhook_deliveries set locked_until = now() + ? * interval '1 millisecond'
+     where id in (select id from webhook_deliveries where lock_owner = ? and status = 'pending' order by id for update)`,
+    [leaseMs, owner],
+  );
 }
 
 /** Hands back claimed deliveries that were never sent (graceful stop): due again at once. */
@@ -287,15 +317,21 @@ export async function releaseClaims(em: Em, owner: string, claims: ClaimedDelive
   });
 }
 
-/** Cancels an endpoint's pending deliveries and marks its attempts in flight lost (disable, delete). */
+/**
+ * Cancels an endpoint's pending deliveries and marks its attempts in flight lost (disable,
+ * delete), in the caller's transaction, which has locked the endpoint row first. Deliveries,
+ * then attempts, each in id order. A worker that was sending one of them still records what
+ * its receiver answered on the attempt; the delivery stays canceled.
+ */
 export async function cancelPendingDeliveries(tx: Em, endpointId: string, why: string): Promise<void> {
   await tx.execute(
     `update webhook_deliveries set status = 'canceled', completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
-     where endpoint_id = ? and status = 'pending'`,
+     where id in (select id from webhook_deliveries where endpoint_id = ? and status = 'pending' order by id for update)`,
     [endpointId],
   );
   await tx.execute(
-    `update webhook_attempts set status = 'lost', error = ?, completed_at = now() where endpoint_id = ? and status = 'in_progress'`,
+    `update webhook_attempts set status = 'lost', error = ?, completed_at = now()
+     where id in (select id from webhook_attempts where endpoint_id = ? and status = 'in_progress' order by id for update)`,
     [why, endpointId],
   );
 }

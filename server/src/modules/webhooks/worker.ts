@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { DeadlockException } from '@mikro-orm/core';
 import type { Services } from '../../services.js';
 import { createAgents, postWebhook, WEBHOOK_TIMEOUT_MS, WEBHOOK_USER_AGENT, type Agents, type AttemptOutcome } from './deliver.js';
 import { claimDueDeliveries, extendLeases, markSending, MAX_ATTEMPTS, recordAttempts, releaseClaims, type ClaimedDelivery, type RecordedAttempt } from './store.js';
@@ -35,6 +36,13 @@ type Held = { claim: ClaimedDelivery; started: boolean; dropped: boolean };
 
 /** Most outcomes recorded by one transaction. */
 const RECORD_BATCH = 200;
+/**
+ * Tries at recording one batch when PostgreSQL ends its transaction as a deadlock victim or a
+ * serialization failure (DeadlockException: the whole transaction rolled back, so a retry
+ * writes it once). The lock order in store.ts leaves no known cycle; this keeps an outcome
+ * from being lost to one nobody foresaw.
+ */
+const RECORD_TRIES = 3;
 /**
  * Outcomes wait this long to share a transaction. It delays only the bookkeeping (the
  * receiver already has the request), and on embedded PGlite, whose queries run on the
@@ -115,7 +123,15 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
       while (outcomes.length > 0 && !killed) {
         const batch = outcomes.splice(0, RECORD_BATCH);
         try {
-          await recordAttempts(em(), owner, batch, retryScale);
+          for (let tries = 1; ; tries++) {
+            try {
+              await recordAttempts(em(), owner, batch, retryScale);
+              break;
+            } catch (err) {
+              if (!(err instanceof DeadlockException) || tries >= RECORD_TRIES || killed) throw err;
+              log.warn({ err, attempts: batch.length, tries }, 'recording webhook attempts met a deadlock; retrying');
+            }
+          }
           for (const { claim, outcome } of batch) {
             if (!outcome.ok && claim.attemptNumber >= MAX_ATTEMPTS) {
               log.warn({ event_id: claim.eventId, endpoint_id: claim.endpointId, error: outcome.error }, 'webhook delivery failed permanently');
