@@ -1271,7 +1271,7 @@ export interface components {
             /** @description One line for humans; never parse it. */
             error_human: string;
             /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_SLUG_TAKEN" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
+            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_SLUG_TAKEN" | "METHOD_NOT_ALLOWED" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
         };
         Jwks: {
             keys: components["schemas"]["PublicJwk"][];
@@ -1858,7 +1858,35 @@ export interface components {
             scheme: "exact";
         };
     };
-    responses: never;
+    responses: {
+        /** @description Expectation Failed: an Expect header other than 100-continue (EXPECTATION_FAILED) */
+        ExpectationFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Request Header Fields Too Large: headers over 16 KB (REQUEST_HEADERS_TOO_LARGE) */
+        RequestHeadersTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Request Timeout: the request was not received in time (REQUEST_TIMEOUT) */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -1904,6 +1932,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     healthz: {
@@ -1936,6 +1967,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     getManifest: {
@@ -1983,6 +2017,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -1992,6 +2027,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2050,6 +2087,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -2059,6 +2097,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2119,6 +2159,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -2128,6 +2169,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2262,6 +2305,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -2280,6 +2324,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -2298,6 +2343,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2357,6 +2403,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -2366,6 +2413,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2547,6 +2596,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -2574,6 +2624,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2658,6 +2710,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -2685,6 +2738,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -2703,6 +2757,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2765,6 +2820,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Service Unavailable */
             503: {
                 headers: {
@@ -2840,6 +2898,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Gone */
             410: {
                 headers: {
@@ -2858,6 +2917,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2953,6 +3014,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Gone */
             410: {
                 headers: {
@@ -2971,6 +3033,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -2980,6 +3043,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3052,6 +3116,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3061,6 +3126,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3070,6 +3136,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3101,7 +3168,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description 303 */
+            /** @description See Other */
             303: {
                 headers: {
                     [name: string]: unknown;
@@ -3117,6 +3184,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     startEmailSignIn: {
@@ -3179,6 +3249,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Gone */
             410: {
                 headers: {
@@ -3197,6 +3268,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3206,6 +3278,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3283,6 +3356,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3292,6 +3366,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3323,19 +3399,62 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description The link's page: names the email (and the command-line code the link also approves, if any), with one button that POSTs the token to this path. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/html": string;
+                };
             };
-            /** @description Gone */
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description A page saying the link was already used, has expired or is unknown, and how to get a new one. */
             410: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -3355,26 +3474,69 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 303 */
+            /** @description See Other */
             303: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Forbidden: missing scope or wrong mode */
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A page saying the form was not posted from this site's own page: nothing was spent, open the link again. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/html": string;
+                };
             };
-            /** @description Gone */
+            408: components["responses"]["RequestTimeout"];
+            /** @description A page saying the link was already used, has expired or is unknown, and how to get a new one. */
             410: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -3459,6 +3621,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3468,6 +3631,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3477,6 +3641,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3616,6 +3781,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -3634,6 +3800,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3643,6 +3810,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3720,6 +3888,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3729,6 +3898,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3738,6 +3908,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3836,6 +4007,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3845,6 +4017,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3854,6 +4027,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3939,6 +4113,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3948,6 +4123,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3957,6 +4133,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4034,6 +4211,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -4043,6 +4221,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4052,6 +4231,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4134,6 +4314,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -4152,6 +4333,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4161,6 +4343,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4301,6 +4484,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -4319,6 +4503,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4328,6 +4513,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4476,6 +4662,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -4494,6 +4681,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4503,6 +4691,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4634,6 +4823,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -4652,6 +4842,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4661,6 +4852,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4743,6 +4935,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -4752,6 +4945,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4761,6 +4955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4854,6 +5049,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -4872,6 +5068,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4881,6 +5078,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4958,6 +5156,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -4967,6 +5166,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4976,6 +5176,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5066,6 +5267,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -5084,6 +5286,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5093,6 +5296,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5190,6 +5394,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5199,6 +5404,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5208,6 +5414,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5332,6 +5539,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5341,6 +5549,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5350,6 +5559,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5495,6 +5705,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -5521,6 +5732,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5530,6 +5742,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5607,6 +5820,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5616,6 +5830,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5625,6 +5840,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5714,6 +5930,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5723,6 +5940,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5732,6 +5950,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5791,6 +6010,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5800,6 +6020,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5884,6 +6106,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6006,6 +6231,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -6015,6 +6241,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6024,6 +6251,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6200,6 +6428,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -6209,6 +6438,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6218,6 +6448,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6304,6 +6535,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -6313,6 +6545,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6322,6 +6555,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6451,6 +6685,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -6469,6 +6704,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6478,6 +6714,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6593,6 +6830,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -6602,6 +6840,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6611,6 +6850,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6706,6 +6946,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -6724,6 +6965,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -6758,6 +7000,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6854,6 +7097,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -6863,6 +7107,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6872,6 +7117,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7001,6 +7247,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -7019,6 +7266,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7028,6 +7276,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7094,6 +7343,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     getMerchantReputation: {
@@ -7140,6 +7392,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     getReputationShort: {
@@ -7180,6 +7435,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     getSession: {
@@ -7239,6 +7497,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -7248,6 +7507,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7257,6 +7517,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7366,6 +7627,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -7384,6 +7646,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7393,6 +7656,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7480,6 +7744,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -7498,6 +7763,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7507,6 +7773,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7603,6 +7870,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -7621,6 +7889,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7630,6 +7899,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7712,6 +7982,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -7721,6 +7992,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7730,6 +8002,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7828,6 +8101,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -7846,6 +8120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -7864,6 +8139,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7941,6 +8217,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -7950,6 +8227,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7959,6 +8237,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -8034,6 +8313,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -8043,6 +8323,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -8052,6 +8333,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -8142,6 +8424,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -8151,6 +8434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -8160,6 +8444,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -8242,6 +8527,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -8260,6 +8546,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -8269,6 +8556,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -8362,6 +8650,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -8388,6 +8677,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -8397,6 +8687,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {

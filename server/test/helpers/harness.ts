@@ -8,7 +8,7 @@ import { createScratchDatabase } from '../../src/db/scratch.js';
 import { ulid } from 'ulid';
 import { SCOPES, type Scope } from '@svc/contract';
 import { buildApp } from '../../src/app.js';
-import { installTransportErrorHandlers } from '../../src/http/transport-errors.js';
+import { createHttpServer } from '../../src/http/transport-errors.js';
 import { closeServices, createServices } from '../../src/boot.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { DbTarget } from '../../src/db/orm.js';
@@ -88,10 +88,8 @@ export class TestApp {
   private async boot() {
     this.services = await createServices(this.config, { target: this.target, ...(this.log ? { log: this.log } : {}) });
     const app = buildApp(this.services, { responseValidation: true });
-    await new Promise<void>((resolve) => {
-      this.server = app.listen(0, '127.0.0.1', () => resolve());
-    });
-    installTransportErrorHandlers(this.server);
+    this.server = createHttpServer(app);
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()));
     this.baseUrl = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
