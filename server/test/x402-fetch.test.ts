@@ -206,6 +206,7 @@ describe('refused payments answer in x402 shape with our reason code', () => {
     const ordersBefore = (await ordersOfMerchant(app, shop.merchant.id)).length;
     const cases: Array<[string, (a: PaymentRequired['accepts'][number]) => void, string, string]> = [
       ['amount', (a) => void (a.amount = '249999'), 'PAYMENT_AMOUNT_MISMATCH', 'invalid_exact_evm_payload_authorization_value'],
+      ['overpaid amount', (a) => void (a.amount = '250001'), 'PAYMENT_AMOUNT_MISMATCH', 'invalid_exact_evm_payload_authorization_value'],
       ['recipient', (a) => void (a.payTo = '0x2222222222222222222222222222222222222222'), 'PAYMENT_RECIPIENT_MISMATCH', 'invalid_exact_evm_payload_recipient_mismatch'],
       ['network', (a) => Object.assign(a, { network: 'eip155:8453', asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', extra: { name: 'USD Coin', version: '2' } }), 'PAYMENT_NETWORK_MISMATCH', 'invalid_network'],
       ['expired', (a) => void (a.maxTimeoutSeconds = 2), 'PAYMENT_EXPIRED', 'invalid_exact_evm_payload_authorization_valid_before'],

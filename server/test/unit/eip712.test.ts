@@ -149,6 +149,13 @@ describe('checkAuthorization', () => {
     expect(await check(a, await sign(a))).toMatchObject({ ok: false, code: 'PAYMENT_AMOUNT_MISMATCH' });
   });
 
+  it('GIVEN value greater than amountBaseUnits (an overpayment) THEN PAYMENT_AMOUNT_MISMATCH: the amount is exact, not a minimum', async () => {
+    for (const value of ['25300001', '253000000', ((1n << 256n) - 1n).toString()]) {
+      const a = auth({ value });
+      expect(await check(a, await sign(a)), value).toMatchObject({ ok: false, code: 'PAYMENT_AMOUNT_MISMATCH' });
+    }
+  });
+
   it('compares amounts as integers (leading zeros are the same amount)', async () => {
     const a = auth({ value: '025300000' });
     expect(await check(a, await sign(a))).toMatchObject({ ok: true });
