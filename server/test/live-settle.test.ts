@@ -77,9 +77,9 @@ async function onSlowChain(fn: (startWorker: () => void) => Promise<void>) {
   }
 }
 
-/** The agent's poll, repeated while the session is settling (at most 30 s). */
+/** The agent's poll, repeated while the session is settling (a barrier: at most 120 s, for a busy machine). */
 async function pollPastSettling(sessionId: string, at = base) {
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 120_000;
   let view = await poll(app, at, sessionId);
   while (view.body.state === 'settling' && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 200));

@@ -108,7 +108,7 @@ describe('OpenAPI lint', () => {
     ] as const) {
       expect(doc.paths[path][method].responses[status].content['application/json'].example, `${method} ${path}`).toBeDefined();
     }
-  }, 60_000);
+  });
 });
 
 describe('OpenAPI for integrators', () => {
