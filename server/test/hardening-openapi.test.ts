@@ -48,7 +48,7 @@ describe('every answer has its content in the document', () => {
     }
   });
 
-  it('GIVEN the sign-in link WHEN its pages are fetched THEN the HTML answers are the ones the document declares', async () => {
+  it('GIVEN the sign-in link WHEN its pages are fetched THEN the HTML answers, and the errors before any page, are the ones the document declares', async () => {
     // (every app.request is checked against the document: helpers/openapi-responses.ts)
     const page = await app.request('GET', '/v1/auth/verify?token=unknown');
     expect(page.status).toBe(410);
@@ -56,6 +56,13 @@ describe('every answer has its content in the document', () => {
     const foreign = await app.request('POST', '/v1/auth/verify', { rawBody: 'token=unknown', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://elsewhere.example' } });
     expect(foreign.status).toBe(403);
     expect(foreign.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    // before any page: a token no link has, a form over 4 KB (the error body, declared too)
+    const long = await app.request('GET', `/v1/auth/verify?token=${'a'.repeat(201)}`);
+    expect(long.status, long.text).toBe(400);
+    expect(long.body.reason_codes).toEqual(['VALIDATION_FAILED']);
+    const big = await app.request('POST', '/v1/auth/verify', { rawBody: `token=${'a'.repeat(5000)}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(big.status, big.text).toBe(413);
+    expect(big.body.reason_codes).toEqual(['PAYLOAD_TOO_LARGE']);
   });
 });
 
