@@ -1299,7 +1299,7 @@ export interface components {
             /** @description One line for humans; never parse it. */
             error_human: string;
             /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
+            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "METHOD_NOT_ALLOWED" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
         };
         Jwks: {
             keys: components["schemas"]["PublicJwk"][];
@@ -1925,7 +1925,35 @@ export interface components {
             scheme: "exact";
         };
     };
-    responses: never;
+    responses: {
+        /** @description Expectation Failed: an Expect header other than 100-continue (EXPECTATION_FAILED) */
+        ExpectationFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Request Header Fields Too Large: headers over 16 KB (REQUEST_HEADERS_TOO_LARGE) */
+        RequestHeadersTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Request Timeout: the request was not received in time (REQUEST_TIMEOUT) */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -1971,6 +1999,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     healthz: {
@@ -2003,6 +2034,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     getManifest: {
@@ -2050,6 +2084,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -2059,6 +2094,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2117,6 +2154,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -2126,6 +2164,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2186,6 +2226,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -2195,6 +2236,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2329,6 +2372,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -2347,6 +2391,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -2365,6 +2410,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2424,6 +2470,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -2433,6 +2480,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2614,6 +2663,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -2641,6 +2691,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2725,6 +2777,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -2752,6 +2805,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -2770,6 +2824,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -2832,6 +2887,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Service Unavailable */
             503: {
                 headers: {
@@ -2907,6 +2965,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Gone */
             410: {
                 headers: {
@@ -2925,6 +2984,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3020,6 +3081,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Gone */
             410: {
                 headers: {
@@ -3038,6 +3100,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3047,6 +3110,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3118,6 +3182,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3127,6 +3192,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3136,6 +3202,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3165,7 +3232,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description 303 */
+            /** @description See Other */
             303: {
                 headers: {
                     [name: string]: unknown;
@@ -3181,6 +3248,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     startEmailSignIn: {
@@ -3241,6 +3311,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Gone */
             410: {
                 headers: {
@@ -3259,6 +3330,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3268,6 +3340,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3345,6 +3418,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3354,6 +3428,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3385,19 +3461,62 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description The link's page: names the email (and the command-line code the link also approves, if any), with one button that POSTs the token to this path. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/html": string;
+                };
             };
-            /** @description Gone */
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description A page saying the link was already used, has expired or is unknown, and how to get a new one. */
             410: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -3417,26 +3536,69 @@ export interface operations {
             };
         };
         responses: {
-            /** @description 303 */
+            /** @description See Other */
             303: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Forbidden: missing scope or wrong mode */
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A page saying the form was not posted from this site's own page: nothing was spent, open the link again. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/html": string;
+                };
             };
-            /** @description Gone */
+            408: components["responses"]["RequestTimeout"];
+            /** @description A page saying the link was already used, has expired or is unknown, and how to get a new one. */
             410: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -3521,6 +3683,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3530,6 +3693,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3539,6 +3703,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3678,6 +3843,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -3696,6 +3862,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3705,6 +3872,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3782,6 +3950,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3791,6 +3960,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3800,6 +3970,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -3898,6 +4069,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -3907,6 +4079,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -3916,6 +4089,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4001,6 +4175,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -4010,6 +4185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4019,6 +4195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4096,6 +4273,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -4105,6 +4283,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4114,6 +4293,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4196,6 +4376,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -4214,6 +4395,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4223,6 +4405,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4364,6 +4547,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -4382,6 +4566,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4391,6 +4576,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4541,6 +4727,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -4559,6 +4746,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4568,6 +4756,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4699,6 +4888,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -4717,6 +4907,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4726,6 +4917,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4808,6 +5000,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -4817,6 +5010,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4826,6 +5020,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -4919,6 +5114,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -4937,6 +5133,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -4946,6 +5143,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5023,6 +5221,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5032,6 +5231,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5041,6 +5241,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5131,6 +5332,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -5149,6 +5351,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5158,6 +5361,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5255,6 +5459,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5264,6 +5469,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5273,6 +5479,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5410,6 +5617,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5419,6 +5627,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5428,6 +5637,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5586,6 +5796,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -5612,6 +5823,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5621,6 +5833,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5698,6 +5911,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5707,6 +5921,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5716,6 +5931,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5805,6 +6021,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -5814,6 +6031,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -5823,6 +6041,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -5954,6 +6173,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -5980,6 +6200,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -6006,6 +6227,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6065,6 +6287,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -6074,6 +6297,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6158,6 +6383,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6281,6 +6509,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -6290,6 +6519,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6299,6 +6529,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6475,6 +6706,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -6484,6 +6716,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6493,6 +6726,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6579,6 +6813,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -6588,6 +6823,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6597,6 +6833,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6726,6 +6963,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -6744,6 +6982,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6753,6 +6992,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6868,6 +7108,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -6877,6 +7118,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -6886,6 +7128,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -6981,6 +7224,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -6999,6 +7243,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -7033,6 +7278,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7129,6 +7375,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -7138,6 +7385,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7147,6 +7395,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7276,6 +7525,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -7294,6 +7544,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7303,6 +7554,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7369,6 +7621,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     getMerchantReputation: {
@@ -7415,6 +7670,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     getReputationShort: {
@@ -7455,6 +7713,9 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
+            417: components["responses"]["ExpectationFailed"];
+            431: components["responses"]["RequestHeadersTooLarge"];
         };
     };
     getSession: {
@@ -7514,6 +7775,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -7523,6 +7785,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7532,6 +7795,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7641,6 +7905,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -7659,6 +7924,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7668,6 +7934,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7755,6 +8022,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -7773,6 +8041,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7782,6 +8051,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7878,6 +8148,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -7896,6 +8167,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -7905,6 +8177,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -7987,6 +8260,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -7996,6 +8270,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -8005,6 +8280,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -8103,6 +8379,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -8121,6 +8398,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Unprocessable Entity */
             422: {
                 headers: {
@@ -8139,6 +8417,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -8216,6 +8495,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -8225,6 +8505,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -8234,6 +8515,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -8309,6 +8591,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -8318,6 +8601,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -8327,6 +8611,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -8417,6 +8702,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Payload Too Large (over 256 KB) */
             413: {
                 headers: {
@@ -8426,6 +8712,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -8435,6 +8722,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -8517,6 +8805,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
             409: {
                 headers: {
@@ -8535,6 +8824,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -8544,6 +8834,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {
@@ -8637,6 +8928,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description Conflict */
             409: {
                 headers: {
@@ -8663,6 +8955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description Too Many Requests */
             429: {
                 headers: {
@@ -8672,6 +8965,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            431: components["responses"]["RequestHeadersTooLarge"];
             /** @description Internal Server Error */
             500: {
                 headers: {

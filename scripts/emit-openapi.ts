@@ -7,7 +7,7 @@
  */
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { isAppRoute, type AppRoute, type AppRouter } from '@ts-rest/core';
+import { isAppRoute, isAppRouteOtherResponse, type AppRoute, type AppRouter } from '@ts-rest/core';
 import { generateOpenApi } from '@ts-rest/open-api';
 import * as schemas from '@svc/contract';
 import { c, contract, documentedAs, ErrorBody, REASON_CODES, type RouteMeta } from '@svc/contract';
@@ -86,6 +86,7 @@ const STATUS_TEXT: Record<string, string> = {
   '201': 'Created',
   '202': 'Accepted',
   '204': 'No Content',
+  '303': 'See Other',
   '304': 'Not Modified',
   '400': 'Bad Request: malformed JSON or failed validation',
   '401': 'Unauthenticated: missing, unknown or revoked API key',
@@ -99,6 +100,17 @@ const STATUS_TEXT: Record<string, string> = {
   '429': 'Too Many Requests',
   '500': 'Internal Server Error',
   '503': 'Service Unavailable',
+};
+
+/**
+ * What Node's HTTP server answers before any route, to a request for any operation
+ * (server/src/http/transport-errors.ts), as shared responses every operation references; the
+ * 400 of a malformed request or a missing Host is each operation's own 400.
+ */
+const TRANSPORT_RESPONSES: Record<string, { name: string; description: string }> = {
+  '408': { name: 'RequestTimeout', description: 'Request Timeout: the request was not received in time (REQUEST_TIMEOUT)' },
+  '417': { name: 'ExpectationFailed', description: 'Expectation Failed: an Expect header other than 100-continue (EXPECTATION_FAILED)' },
+  '431': { name: 'RequestHeadersTooLarge', description: 'Request Header Fields Too Large: headers over 16 KB (REQUEST_HEADERS_TOO_LARGE)' },
 };
 
 const IDEMPOTENCY_KEY_PARAM: JsonObject = {
@@ -255,6 +267,17 @@ export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
     for (const [status, res] of Object.entries(responses)) {
       if (res.description === status) res.description = STATUS_TEXT[status] ?? status;
     }
+    // The generator documents JSON bodies only; a body of another type (the sign-in link's HTML
+    // pages, `c.otherResponse`) is its declared media type, described by its schema's description.
+    for (const [status, declared] of Object.entries(r.route.responses)) {
+      if (!isAppRouteOtherResponse(declared)) continue;
+      const page = declared.body as z.ZodTypeAny;
+      const { description, ...schema } = schemaOf(page) as JsonObject;
+      responses[status] = {
+        description: page.description ?? (description as string | undefined) ?? STATUS_TEXT[status] ?? status,
+        content: { [declared.contentType]: { schema } },
+      };
+    }
     const body = r.route.method === 'GET' ? undefined : (r.route as { body?: unknown }).body;
     const requestBody = op.requestBody as JsonObject | undefined;
     if (requestBody && body && typeof body === 'object' && 'isOptional' in body && typeof body.isOptional === 'function') {
@@ -275,14 +298,38 @@ export function buildOpenApiDocument(router: AppRouter = contract): JsonObject {
         };
       }
     }
+    if (!responses['400']) throw new Error(`${r.name} declares no 400: a malformed request or one without Host is answered 400 on every route`);
+    for (const [status, shared] of Object.entries(TRANSPORT_RESPONSES)) responses[status] ??= { $ref: `#/components/responses/${shared.name}` };
     if (Array.isArray(op.parameters) && op.parameters.length === 0) delete op.parameters;
     applyExamples(op, OPENAPI_EXAMPLES[meta.operationId]);
   }
   dropUntypedNullable(doc);
   nullableEnumsAdmitNull(doc);
   nameComponentSchemas(doc);
+  (doc.components as JsonObject).responses = Object.fromEntries(
+    Object.values(TRANSPORT_RESPONSES).map(({ name, description }) => [name, { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]),
+  );
   doc['x-webhooks'] = webhookOperations();
   return doc;
+}
+
+/** A delay as the docs write it: 30 s, 2 min, 1 h (the largest unit that divides it). */
+function delayText(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  return `${ms / 1000} s`;
+}
+
+/** The delivery schedule in words, from the constant the delivery worker runs (contract/src/webhooks.ts). */
+export function webhookRetryText(schedule: readonly number[] = schemas.WEBHOOK_RETRY_SCHEDULE_MS): string {
+  const [first, ...later] = schedule;
+  if (first !== 0 || later.length === 0) throw new Error('the webhook schedule must start with an immediate attempt and have a retry');
+  const delays = later.map(delayText);
+  return (
+    `Anything else is a failed attempt: ${schedule.length} attempts in all, the first at once and the others ` +
+    `${delays.slice(0, -1).join(', ')} and ${delays.at(-1)} after the delivery was enqueued; after the last one fails the ` +
+    'delivery is failed for good (POST /v1/events/{id}/replay sends the event again).'
+  );
 }
 
 /**
@@ -308,7 +355,8 @@ function webhookOperations(): JsonObject {
           ? `The ${type} event, POSTed only to the endpoint named by POST /v1/webhooks/endpoints/{id}/test (never an order: acknowledge it, fulfil nothing)`
           : `The ${type} event, POSTed to every enabled endpoint subscribed to it`,
         description:
-          'Verify Svc-Signature over the raw body before parsing (HMAC-SHA256 with the endpoint\'s whsec_ secret; the SDK\'s verifyWebhook), deduplicate on Svc-Event-Id, answer 2xx within 10 s. Retried 7 times over about 3 days on anything else.',
+          'Verify Svc-Signature over the raw body before parsing (HMAC-SHA256 with the endpoint\'s whsec_ secret; the SDK\'s verifyWebhook), deduplicate on Svc-Event-Id, answer 2xx within 10 s. ' +
+          webhookRetryText(),
         parameters: [
           header('Svc-Signature', 't=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">; a second v1 during a secret rotation.', '^t=\\d+(,v1=[0-9a-f]{64})+$'),
           header('Svc-Event-Id', 'The event id (evt_...): deduplicate on it.', '^evt_[0-9a-z]{26}$'),

@@ -26,7 +26,13 @@ export const EmailStartResult = z.object({
   dev_token: z.string().optional().describe('Outside production only: the token of that link.'),
 });
 
-const Html = c.otherResponse({ contentType: 'text/html; charset=utf-8', body: z.string() });
+/** An HTML page answered to a browser (the sign-in link's pages); the description says which. */
+const htmlPage = (what: string) => c.otherResponse({ contentType: 'text/html', body: z.string().describe(what) });
+const LinkPage = htmlPage("The link's page: names the email (and the command-line code the link also approves, if any), with one button that POSTs the token to this path.");
+const LinkGonePage = htmlPage('A page saying the link was already used, has expired or is unknown, and how to get a new one.');
+const ForeignFormPage = htmlPage('A page saying the form was not posted from this site\'s own page: nothing was spent, open the link again.');
+/** What the link's routes answer before a page can be made (a token over 200 characters, a form over 4 KB, the database down): the error body. */
+const pageErrors = { 400: ErrorBody, 413: ErrorBody, 500: ErrorBody, 503: ErrorBody } as const;
 
 export const CliStartResult = z.object({
   device_code: z.string().describe('Secret: only the CLI holds it; poll with it.'),
@@ -57,7 +63,7 @@ export const authContract = c.router({
     method: 'GET',
     path: '/v1/auth/verify',
     query: z.object({ token: z.string().max(200).optional() }),
-    responses: { 200: Html, 410: Html },
+    responses: { 200: LinkPage, 410: LinkGonePage, ...pageErrors },
     summary: 'Open a sign-in link',
     description:
       'Spends nothing: answers a page that names the email with one button, a form that POSTs the token to this path. Mail scanners that fetch every link in a message therefore cannot use a link up. A link a command line asked for says so (and that its code is typed on the next page); it never names a code. A used, expired or unknown link is 410 with a page that says so.',
@@ -68,7 +74,7 @@ export const authContract = c.router({
     path: '/v1/auth/verify',
     contentType: 'application/x-www-form-urlencoded',
     body: z.object({ token: z.string().max(200).optional() }),
-    responses: { 303: c.noBody(), 403: Html, 410: Html },
+    responses: { 303: c.noBody(), 403: ForeignFormPage, 410: LinkGonePage, ...pageErrors },
     summary: 'Sign in with a link',
     description:
       "The button of the link's page. Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page (/dashboard/device, where the code is typed) when a command line asked for the link; it approves no device code. A used, expired or unknown link is 410 with a page that says so. A POST that does not come from this origin (its Origin header, else Sec-Fetch-Site: same-origin, as for every cookie-authenticated write) is 403 and spends nothing: only the link's own page signs in, so another site cannot sign a visitor into its own account.",

@@ -32,6 +32,7 @@ export const REASON_CODES = {
   REQUEST_HEADERS_TOO_LARGE: { status: 431, human: 'The request headers are larger than the server accepts (16 KB).' },
   EXPECTATION_FAILED: { status: 417, human: 'The Expect header asks for something this server does not support (only 100-continue).' },
   REQUEST_TIMEOUT: { status: 408, human: 'The request was not received in time.' },
+  METHOD_NOT_ALLOWED: { status: 405, human: 'This server is not a proxy: CONNECT is not supported.' },
 
   // 7.3 domain: configuration
   MERCHANT_SLUG_TAKEN: { status: 409, human: 'That slug is already used by another merchant in this mode, or belongs to another project.' },

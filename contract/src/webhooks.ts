@@ -20,6 +20,13 @@ export const EVENT_TYPES = [...ORDER_EVENT_TYPES, ENDPOINT_TEST_EVENT_TYPE] as c
 export const WebhookEventType = z.enum(EVENT_TYPES);
 export type WebhookEventType = z.infer<typeof WebhookEventType>;
 
+/**
+ * When each delivery attempt of an event is sent, in milliseconds after the event was recorded
+ * (attempt 1 at once): the one schedule the delivery worker runs and the document and docs state.
+ * `SVC_WEBHOOK_RETRY_SCALE` multiplies it (tests and demos).
+ */
+export const WEBHOOK_RETRY_SCHEDULE_MS = [0, 30_000, 120_000, 600_000, 3_600_000, 21_600_000, 86_400_000] as const;
+
 export const EnabledEvents = z
   .array(z.union([OrderEventType, z.literal('*')]))
   .min(1)

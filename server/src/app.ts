@@ -7,7 +7,7 @@ import type { Services } from './services.js';
 import { authMiddleware } from './http/auth.js';
 import { errorHandler, notFoundHandler, validationErrorHandler } from './http/errors.js';
 import { bodyGuardMiddleware } from './http/body-guard.js';
-import { requestTargetGuard } from './http/request-target-guard.js';
+import { hostRequired, requestTargetGuard } from './http/request-target-guard.js';
 import { idempotencyMiddleware } from './http/idempotency.js';
 import { router } from './routes.js';
 import { agentHostRouting } from './http/agent-host.js';
@@ -89,8 +89,8 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
     next();
   });
 
-  // Ids, refs and query values that cannot exist never reach a route or the database.
-  app.use(requestTargetGuard);
+  // A Host-less HTTP/1.1 request, and ids, refs and query values that cannot exist, never reach a route or the database.
+  app.use(hostRequired, requestTargetGuard);
 
   app.use(
     express.json({

@@ -9,7 +9,7 @@ import { loadConfigOrExit, startServicesOrExit } from './startup.js';
 import { startWebhookWorker } from './modules/webhooks/worker.js';
 import { startSettlementWorker } from './modules/settlement/reconciler.js';
 import { liveReadiness, type ProcessSlot } from './rails/index.js';
-import { installTransportErrorHandlers } from './http/transport-errors.js';
+import { createHttpServer } from './http/transport-errors.js';
 import { buildDashboardInBackground } from './http/dashboard-build.js';
 
 /**
@@ -32,7 +32,8 @@ async function runServer(config: Config, processSlot?: ProcessSlot) {
   const services = await startServicesOrExit(config, { migrate: !processSlot, ...(processSlot ? { processSlot } : {}) });
   const log = processSlot ? services.log.child({ process_slot: processSlot.slot }) : services.log;
   const app = buildApp(services);
-  const server: Server = app.listen(config.PORT, config.HOST, () => {
+  const server: Server = createHttpServer(app);
+  server.listen(config.PORT, config.HOST, () => {
     const where = config.DATABASE_URL ? 'postgresql' : `embedded PGlite in ${config.SVC_DATA_DIR}`;
     // The embedded database is this process's alone: the admin CLI reaches it through here.
     // (Never in a cluster: SVC_WEB_CONCURRENCY > 1 requires PostgreSQL.)
@@ -49,7 +50,6 @@ async function runServer(config: Config, processSlot?: ProcessSlot) {
     if (config.NODE_ENV !== 'production' && !processSlot) void buildDashboardInBackground(log);
     log.info({ port, database: where, env: config.NODE_ENV }, `svc-checkout listening on http://${config.HOST === "0.0.0.0" ? "localhost" : config.HOST}:${port}`);
   });
-  installTransportErrorHandlers(server);
   // Webhook delivery runs in the server by default; SVC_RUN_WORKER=false leaves it to `npm run worker`.
   const worker = config.SVC_RUN_WORKER ? startWebhookWorker(services) : null;
   // The settlement worker (reconciler and hold sweeper) runs beside it.

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ulid } from 'ulid';
 import { publishedMerchant } from './helpers/agent.js';
 import { etagOf, hostRequest } from './helpers/agent-protocol.js';
-import { cacheServing, statementsDuring } from './helpers/agent-cache.js';
+import { cacheServing, statementsDuring, until } from './helpers/agent-cache.js';
 import { merchantBody, TestApp, type TestKey } from './helpers/harness.js';
 import { DomainProofWorld, verifyDomainByTxt } from './helpers/domain-proof.js';
 
@@ -217,7 +217,8 @@ describe('request logs of the agent reads', () => {
       const missing = await logged.request('GET', `/m/no-such-shop${MANIFEST}`);
       const write = await logged.request('POST', `/v1/catalog?merchant_id=${b.slice(3)}`, { key: k, body: { sku: 'log', name: 'L', price: { amount: '1.00', currency: 'USD' } } });
       const list = await logged.request('GET', `/v1/catalog?merchant_id=${b.slice(3)}`, { key: k });
-      await new Promise((r) => setTimeout(r, 50));
+      // the line of a request is written when its response finishes: wait for the last one's
+      await until('the catalog list logged', async () => requests(), (r) => r.some((l) => l.request_id === list.headers.get('request-id')));
       expect(requests().map((l) => [l.method, l.status, l.request_id])).toEqual([
         ['GET', 404, missing.headers.get('request-id')],
         ['POST', 201, write.headers.get('request-id')],
@@ -229,7 +230,7 @@ describe('request logs of the agent reads', () => {
       logged.services.log.level = 'debug';
       lines.length = 0;
       const debugRead = await logged.request('GET', `${b}${MANIFEST}`);
-      await new Promise((r) => setTimeout(r, 50));
+      await until('the debug read logged', async () => requests(), (r) => r.length > 0);
       expect(requests().map((l) => [l.level, l.status, l.request_id])).toEqual([[20, 200, debugRead.headers.get('request-id')]]);
     } finally {
       await logged.stop();

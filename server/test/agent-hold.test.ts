@@ -114,6 +114,8 @@ describe('hold for review', () => {
     const view = await poll(app, shop.base, s.id);
     expect(view.body).toMatchObject({ state: 'rejected', receipt: null, verdict: { decision: 'reject', reasonCodes: ['MERCHANT_DECLINED'] } });
     expect((await reputationOf(agent)).score).toBe(485);
+    // nothing was captured: the authorization's reservation is released (it may pay elsewhere)
+    expect(await sql(app, 'select nonce from payment_nonces where session_id = ?', [s.id])).toEqual([]);
     expectError(await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key }), 409, 'SESSION_NOT_HELD');
     // The agent's payment now replays the merchant's decision.
     const replay = await settle(app, shop.base, s.id, payment);
@@ -160,6 +162,8 @@ describe('hold for review', () => {
     expect(approved.body).toMatchObject({ status: 'awaiting_reauthorization', session_id: s.id, order_id: held!.id, reason_codes: ['REAUTHORIZATION_REQUIRED'] });
     // Nothing settled yet: the order is still held and no event beyond order.held exists.
     expect((await ordersOf(app, s.id))[0]!.decision).toBe('hold');
+    // the expired authorization's reservation is released; the fresh one will take its own
+    expect(await sql(app, 'select nonce from payment_nonces where session_id = ?', [s.id])).toEqual([]);
     expect(await eventTypes(app, s.id)).toEqual(['order.held']);
 
     // The poll hands the session back to the agent: a fresh requirement and the settle call.
@@ -188,8 +192,9 @@ describe('hold for review', () => {
     expect((await poll(app, shop.base, s.id)).body).toMatchObject({ state: 'accepted', orderId: held!.id, receipt: res.body.receipt });
   });
 
-  it('GIVEN a held session whose review window lapses WHEN the settlement worker sweeps THEN it is rejected with order.rejected, without anyone acting', async () => {
-    const { s } = await heldSession();
+  it('GIVEN a held session whose review window lapses WHEN the settlement worker sweeps THEN it is rejected with order.rejected, without anyone acting, and the agent\'s score does not move', async () => {
+    const { s, agent } = await heldSession();
+    const scoreHeld = (await reputationOf(agent)).score;
     const realNow = app.services.now;
     app.services.now = () => new Date(Date.now() + 24 * 3600_000 + 60_000);
     try {
@@ -203,6 +208,27 @@ describe('hold for review', () => {
     expect(await eventTypes(app, s.id)).toEqual(['order.held', 'order.rejected']);
     const [row] = await sql(app, 'select state, verdict from checkout_sessions where id = ?', [s.id]);
     expect(row).toMatchObject({ state: 'rejected', verdict: { reasonCodes: ['REVIEW_WINDOW_EXPIRED'] } });
+    // the sweep is nobody's act: no reject delta for the agent, and the reservation is released
+    expect((await reputationOf(agent)).score).toBe(scoreHeld);
+    expect(await sql(app, 'select nonce from payment_nonces where session_id = ?', [s.id])).toEqual([]);
+  });
+
+  it('GIVEN a held authorization with less than a minute left WHEN the merchant approves THEN 202 awaiting_reauthorization: nothing is broadcast that could expire on the way', async () => {
+    const realNow = app.services.now;
+    const at = new Date(Math.floor(Date.now() / 1000) * 1000);
+    app.services.now = () => at;
+    try {
+      const s = await openSession(app, shop.base, [{ sku: 'coffee', qty: 1 }], { agent_id: agentId() });
+      // valid for 30 s more: enough to be held (over 6 s), not enough to be captured after review (60 s + 6 s)
+      const { res } = await payX402(app, shop.base, s, newBuyer(), { validBefore: at.getTime() / 1000 + 30 });
+      expect(res.status, res.text).toBe(202);
+      const approved = await app.request('POST', `/v1/sessions/${s.id}/approve`, { key: shop.key });
+      expect(approved.status, approved.text).toBe(202);
+      expect(approved.body).toMatchObject({ status: 'awaiting_reauthorization', reason_codes: ['REAUTHORIZATION_REQUIRED'] });
+      expect(await eventTypes(app, s.id)).toEqual(['order.held']);
+    } finally {
+      app.services.now = realNow;
+    }
   });
 
   it('GIVEN a held session nobody reviews WHEN the 24 h review window passes THEN the poll shows it rejected and a late approval is 409, recording the rejection', async () => {

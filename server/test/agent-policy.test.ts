@@ -36,6 +36,20 @@ async function buy(base: string, agent: string, items: Array<{ sku: string; qty:
   return { s, res };
 }
 
+/** `buy` with the service clock at `at` (the session and the authorization's window on that clock). */
+async function buyAt(at: Date, base: string, agent: string) {
+  const realNow = app.services.now;
+  app.services.now = () => at;
+  try {
+    const s = await openSession(app, base, [{ sku: 'coffee', qty: 1 }], { agent_id: agent });
+    const sec = Math.floor(at.getTime() / 1000);
+    return (await payX402(app, base, s, newBuyer(), { validAfter: sec - 600, validBefore: sec + 300 })).res;
+  } finally {
+    app.services.now = realNow;
+  }
+}
+const MINUTE = 60_000;
+
 describe('policy rejections through HTTP (403)', () => {
   it('GIVEN maxPerTransactionUsd WHEN a cart is over it THEN OVER_PER_TX_CAP, recorded as a rejected order with an order.rejected event; at the cap it is accepted', async () => {
     const { key, base } = await shopWith({ maxPerTransactionUsd: 9 });
@@ -144,5 +158,48 @@ describe('policy rejections through HTTP (403)', () => {
     await app.request('PUT', `/v1/policy?merchant_id=${merchant.id}`, { key, body: { body: { allowedRails: ['x402'], holdForReviewBelowTier: null } } });
     expect((await app.request('POST', `/v1/publish?merchant_id=${merchant.id}`, { key })).status).toBe(200);
     expectRejected(await settle(app, base, s.id, { payment: { mock: true } }), ['RAIL_NOT_ALLOWED']);
+  });
+});
+
+describe('the velocity windows: what counts and for how long', () => {
+  it('GIVEN ratePerAgentPerHour 1 WHEN the agent bought 61 minutes ago THEN it buys again, and a minute later it is RATE_LIMITED_HOURLY', async () => {
+    const { base } = await shopWith({ ratePerAgentPerHour: 1 });
+    const agent = agentId();
+    const t = Math.floor(Date.now() / 1000) * 1000;
+    expect((await buyAt(new Date(t - 61 * MINUTE), base, agent)).status).toBe(200);
+    const again = await buyAt(new Date(t), base, agent);
+    expect(again.status, again.text).toBe(200);
+    expectRejected(await buyAt(new Date(t + MINUTE), base, agent), ['RATE_LIMITED_HOURLY']);
+  });
+
+  it('GIVEN ratePerAgentPerDay 1 and maxPerAgentPerDayUsd 5 WHEN the agent bought 25 hours ago THEN it buys again, and an hour later the day is spent', async () => {
+    const { base } = await shopWith({ ratePerAgentPerDay: 1, maxPerAgentPerDayUsd: 5 });
+    const agent = agentId();
+    const t = Math.floor(Date.now() / 1000) * 1000;
+    expect((await buyAt(new Date(t - 25 * 60 * MINUTE), base, agent)).status).toBe(200);
+    const again = await buyAt(new Date(t), base, agent);
+    expect(again.status, again.text).toBe(200);
+    expectRejected(await buyAt(new Date(t + 60 * MINUTE), base, agent), ['OVER_DAILY_CAP', 'RATE_LIMITED_DAILY']);
+  });
+
+  it('GIVEN ratePerAgentPerHour 1 and new agents held WHEN the first order is held, and then approved awaiting a fresh authorization THEN the next sessions are RATE_LIMITED_HOURLY: in-flight orders count', async () => {
+    const shop = await shopWith({ ratePerAgentPerHour: 1, holdForReviewBelowTier: 'standard' });
+    const agent = agentId();
+    const first = await buy(shop.base, agent, [{ sku: 'coffee', qty: 1 }]);
+    expect(first.res.status, first.res.text).toBe(202);
+    expectRejected((await buy(shop.base, agent, [{ sku: 'coffee', qty: 1 }])).res, ['RATE_LIMITED_HOURLY']);
+
+    // approved after the authorization expired: the session waits for a fresh one (state approved)
+    const realNow = app.services.now;
+    const later = new Date(Date.now() + 400_000);
+    app.services.now = () => later;
+    try {
+      const approved = await app.request('POST', `/v1/sessions/${first.s.id}/approve`, { key: shop.key });
+      expect(approved.status, approved.text).toBe(202);
+    } finally {
+      app.services.now = realNow;
+    }
+    expect((await poll(app, shop.base, first.s.id)).body.state).toBe('approved');
+    expectRejected((await buy(shop.base, agent, [{ sku: 'coffee', qty: 1 }])).res, ['RATE_LIMITED_HOURLY']);
   });
 });

@@ -108,6 +108,8 @@ describe('payment_invalid (402)', () => {
     const cases: Array<[string, () => Promise<unknown>]> = [
       ['SIGNER_MISMATCH', () => signPayment(buyer, s.pr, { domainName: 'USD Coin' })],
       ['PAYMENT_AMOUNT_MISMATCH', () => signPayment(buyer, s.pr, { value: String(BigInt(s.pr.amountBaseUnits) - 1n) })],
+      // an overpayment is refused too: the authorization is for exactly the total
+      ['PAYMENT_AMOUNT_MISMATCH', () => signPayment(buyer, s.pr, { value: String(BigInt(s.pr.amountBaseUnits) + 1n) })],
       ['PAYMENT_RECIPIENT_MISMATCH', () => signPayment(buyer, s.pr, { to: '0x9999999999999999999999999999999999999999' })],
       ['PAYMENT_EXPIRED', () => signPayment(buyer, s.pr, { validBefore: now + 5 })],
       ['PAYMENT_EXPIRED', () => signPayment(buyer, s.pr, { validAfter: now - 900, validBefore: now - 600 })],

@@ -109,5 +109,5 @@ describe('svc login', () => {
     const cli = login(['--url', 'http://127.0.0.1:9']);
     expect(await cli.done).toBe(2);
     expect(cli.stderr).toContain('cannot reach http://127.0.0.1:9');
-  }, 60_000);
+  }, 180_000);
 });

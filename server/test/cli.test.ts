@@ -16,10 +16,10 @@ import { expectError, onPostgres } from './helpers/foundation.js';
 import { merchantBody, type ApiResponse } from './helpers/harness.js';
 import { CLI, MAIN, runScript, type Run } from './helpers/spawn.js';
 
-const run = (script: string, args: string[], env: Record<string, string | undefined>) => runScript(script, args, env, 45_000);
+const run = (script: string, args: string[], env: Record<string, string | undefined>) => runScript(script, args, env);
 
 /** Each test spawns tsx processes, which are slow on a loaded machine. */
-const SPAWN_TIMEOUT = 120_000;
+const SPAWN_TIMEOUT = 300_000;
 
 const lines = (s: string) => s.split('\n').filter((l) => l.length > 0);
 

@@ -50,7 +50,7 @@ const agent = () => new AgentClient({ account: privateKeyToAccount(generatePriva
 const buy = async (qty = 1) => (await agent().discover(`${app.baseUrl}/m/${slug}`)).buy([{ sku: 'mug', qty }]);
 const dialog = () => page.getByRole('dialog');
 /** A page settles in its own time (a busy CI machine): poll for up to 15 s, not vitest's default 1 s. */
-const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 15_000, interval: 100 });
+const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 60_000, interval: 100 });
 const heading = (p: Page, name: string | RegExp) => p.getByRole('heading', { level: 1, name });
 
 async function go(section: string, mode: 'test' | 'live' = 'test') {

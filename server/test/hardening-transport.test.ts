@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectErrorShape, TestApp } from './helpers/harness.js';
+import { checkResponseAgainstOpenApi } from './helpers/openapi-responses.js';
 
 let app: TestApp;
 let port: number;
@@ -11,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.stop());
 
-type Raw = { status: number; headers: Record<string, string>; body: unknown; text: string };
+type Raw = { request: { method: string; target: string }; status: number; headers: Record<string, string>; body: unknown; text: string };
 
 /** Writes raw bytes on a fresh TCP connection (optionally half-closing it) and reads until the server closes. */
 function raw(chunks: string[], opts: { halfClose?: boolean } = {}): Promise<Raw> {
@@ -41,7 +42,8 @@ function raw(chunks: string[], opts: { halfClose?: boolean } = {}): Promise<Raw>
       } catch {
         body = text;
       }
-      resolve({ status, headers, body, text });
+      const [method = '', target = ''] = (chunks.join('').split('\r\n')[0] ?? '').split(' ');
+      resolve({ request: { method, target }, status, headers, body, text });
     });
     socket.on('connect', () => {
       for (const c of chunks) socket.write(c);
@@ -56,6 +58,8 @@ function expectJsonError(r: Raw, status: number, code: string) {
   expect(Number(r.headers['content-length'])).toBe(Buffer.byteLength(r.text));
   expectErrorShape(r.body);
   expect(r.body.reason_codes).toEqual([code]);
+  // the one error body of the document, its code registered with this status
+  checkResponseAgainstOpenApi(r.request.method, r.request.target, r.status, r.headers['content-type'] ?? null, r.text);
 }
 
 describe('hardening: transport-level errors carry the error shape (issue 9.7)', () => {
@@ -88,5 +92,23 @@ describe('hardening: transport-level errors carry the error shape (issue 9.7)', 
     expectJsonError(await raw(['GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\nConnection: close\r\n\r\n']), 417, 'EXPECTATION_FAILED');
     const ok = await raw(['GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n']);
     expect(ok.text).toContain('200 OK');
+  });
+
+  it('GIVEN an HTTP/1.1 request without Host THEN 400 BAD_REQUEST as JSON naming the header; HTTP/1.0 needs none', async () => {
+    const r = await raw(['GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n']);
+    expectJsonError(r, 400, 'BAD_REQUEST');
+    expect((r.body as { error_human: string }).error_human).toMatch(/Host header/);
+    expect(r.headers['request-id']).toMatch(/^req_/);
+    const old = await raw(['GET /healthz HTTP/1.0\r\n\r\n']);
+    expect(old.status, old.text).toBe(200);
+  });
+
+  it('GIVEN CONNECT THEN 405 METHOD_NOT_ALLOWED as JSON with Allow, no tunnel, and the server keeps serving', async () => {
+    const r = await raw(['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n']);
+    expectJsonError(r, 405, 'METHOD_NOT_ALLOWED');
+    expect(r.headers.allow).toBe('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
+    // a client that resets the connection at once costs nothing either
+    await raw(['CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n'], { halfClose: true });
+    expect((await app.request('GET', '/healthz')).status).toBe(200);
   });
 });

@@ -5,8 +5,8 @@ import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { AgentClient } from '../../sdk/src/index.js';
 import { startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
-import { eventTypes, ordersOf, settle } from './helpers/agent-protocol.js';
-import { signPayment } from './helpers/agent.js';
+import { eventTypes, ordersOf, poll, settle } from './helpers/agent-protocol.js';
+import { publishedMerchant, signPayment } from './helpers/agent.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
 import { startX402Facilitator, X402_FACILITATOR_TOKEN, type Knobs } from './helpers/x402-facilitator.js';
 
@@ -115,5 +115,67 @@ describe('live mode through a remote x402 facilitator', () => {
     expect(again.body.reason_codes).toEqual(['NONCE_ALREADY_USED']);
     expect(await ordersOf(app, other.session_id)).toHaveLength(0);
     expect(await chain.usdcBalance(payTo)).toBe(before + 2_750_000n);
+  });
+});
+
+describe('a remote facilitator that refuses the settle before doing anything', () => {
+  const reputationOf = async (agent: string) => (await app.request('GET', `/v1/reputation/agent/${agent}`)).body.score as number;
+  const refusing = async <T>(fn: () => Promise<T>) => {
+    knobs.settleStatus = 403;
+    try {
+      return await fn();
+    } finally {
+      knobs.settleStatus = undefined;
+    }
+  };
+  const fundedBuyer = async () => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await chain.mintUsdc(buyer.address, 10_000_000n);
+    return buyer;
+  };
+
+  it('GIVEN /settle refused (nothing sent) WHEN an agent settles THEN 503 FACILITATOR_UNAVAILABLE, the session is handed back unpaid at no cost to the agent, and the same payment settles once the facilitator takes it', async () => {
+    const agent = randomUUID();
+    const s = await app.request('POST', `${base}/agent/checkout`, { body: { agent_id: agent, items: [{ sku: 'map', qty: 1 }] } });
+    expect(s.status, s.text).toBe(201);
+    const payment = await signPayment(await fundedBuyer(), s.body.payment_required);
+    const score = await reputationOf(agent);
+    const before = await chain.usdcBalance(payTo);
+
+    const refused = await refusing(() => settle(app, base, s.body.session_id, payment));
+    expect(refused.status, refused.text).toBe(503);
+    expect(refused.body.reason_codes).toEqual(['FACILITATOR_UNAVAILABLE']);
+    expect((await poll(app, base, s.body.session_id)).body.state).toBe('awaiting_payment');
+    expect(await reputationOf(agent)).toBe(score);
+    expect(await ordersOf(app, s.body.session_id)).toHaveLength(0);
+
+    const paid = await settle(app, base, s.body.session_id, payment);
+    expect(paid.status, paid.text).toBe(200);
+    expect(await chain.usdcBalance(payTo)).toBe(before + 2_750_000n);
+    expect(await ordersOf(app, s.body.session_id)).toHaveLength(1);
+  });
+
+  it('GIVEN a held live order WHEN the merchant approves while /settle is refused THEN 503 and the session is still held for review; approving again settles it once', async () => {
+    const heldShop = await publishedMerchant(app, {
+      key,
+      merchant: { receiving: { x402: { chain: 'base', address: payTo } } },
+      products: [{ sku: 'map', amount: '2.75' }],
+      // a new agent (cautious) is below standard: held
+      policy: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: 'standard' },
+    });
+    const s = await app.request('POST', `${heldShop.base}/agent/checkout`, { body: { agent_id: randomUUID(), items: [{ sku: 'map', qty: 1 }] } });
+    expect(s.status, s.text).toBe(201);
+    const held = await settle(app, heldShop.base, s.body.session_id, await signPayment(await fundedBuyer(), s.body.payment_required));
+    expect(held.status, held.text).toBe(202);
+    const before = await chain.usdcBalance(payTo);
+
+    const refused = await refusing(() => app.request('POST', `/v1/sessions/${s.body.session_id}/approve`, { key }));
+    expect(refused.status, refused.text).toBe(503);
+    expect((await poll(app, heldShop.base, s.body.session_id)).body.state).toBe('held');
+
+    const approved = await app.request('POST', `/v1/sessions/${s.body.session_id}/approve`, { key });
+    expect(approved.status, approved.text).toBe(200);
+    expect(await chain.usdcBalance(payTo)).toBe(before + 2_750_000n);
+    expect(await eventTypes(app, s.body.session_id)).toEqual(['order.held', 'order.accepted', 'order.settled']);
   });
 });

@@ -91,13 +91,13 @@ async function onSlowChain(fn: (startWorker: () => void) => Promise<void>) {
   }
 }
 
-/** The agent's poll, repeated while the session is settling (at most 30 s). */
-async function pollPastSettling(sessionId: string) {
-  const deadline = Date.now() + 30_000;
-  let view = await poll(app, base, sessionId);
+/** The agent's poll, repeated while the session is settling (a barrier: at most 120 s, for a busy machine). */
+async function pollPastSettling(sessionId: string, at = base) {
+  const deadline = Date.now() + 120_000;
+  let view = await poll(app, at, sessionId);
   while (view.body.state === 'settling' && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 200));
-    view = await poll(app, base, sessionId);
+    view = await poll(app, at, sessionId);
   }
   return view;
 }
@@ -128,7 +128,7 @@ describe('live mode on a real chain (onchain facilitator)', () => {
     expect((await poll(app, base, outcome.session_id)).body).toMatchObject({ state: 'accepted', settlement: { rail: 'x402', reference: hash } });
   });
 
-  it('GIVEN payments the chain refuses WHEN they settle THEN replay, unfunded, expired and wrong-domain answer their 402 codes and no funds move', async () => {
+  it('GIVEN payments the chain refuses WHEN they settle THEN replay, unfunded, expired, overpaid and wrong-domain answer their 402 codes and no funds move', async () => {
     const merchantBefore = await chain.usdcBalance(payTo);
     // A replay: the same authorization (nonce) on a second session.
     const buyer = await fundedBuyer();
@@ -162,6 +162,11 @@ describe('live mode on a real chain (onchain facilitator)', () => {
     const now = Math.floor(Date.now() / 1000);
     const expired = await settle(app, base, s5.id, await signPayment(buyer, s5.pr, { validBefore: now + 2 }));
     expect(expired.body.reason_codes).toEqual(['PAYMENT_EXPIRED']);
+
+    // More than the total: the amount is exact, an overpayment is not accepted (nor charged).
+    const over = await settle(app, base, s5.id, await signPayment(buyer, s5.pr, { value: String(BigInt(s5.pr.amountBaseUnits) + 1n) }));
+    expect(over.status, over.text).toBe(402);
+    expect(over.body.reason_codes).toEqual(['PAYMENT_AMOUNT_MISMATCH']);
 
     const wrongDomain = await settle(app, base, s5.id, await signPayment(buyer, s5.pr, { domainName: 'USDC' }));
     expect(wrongDomain.status, wrongDomain.text).toBe(402);
@@ -529,4 +534,42 @@ describe('live mode: a payment carried on chain by someone else (front-run)', ()
       expect(await chain.usdcBalance(payTo)).toBe(before + (spoiler === 'another value to this merchant' ? 4_499_999n : 0n));
     });
   }
+});
+
+describe('the velocity limits count payments still settling on chain', () => {
+  it('GIVEN a live merchant allowing one order per agent per hour and a first payment still settling WHEN the agent pays a second session THEN RATE_LIMITED_HOURLY, and only the first moves funds', async () => {
+    const shop = await publishedMerchant(app, {
+      key,
+      merchant: { receiving: { x402: { chain: 'base', address: payTo } } },
+      products: [{ sku: 'coffee', amount: '4.50' }],
+      policy: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null, ratePerAgentPerHour: 1 },
+    });
+    const agent = randomUUID();
+    const open = async () => {
+      const r = await app.request('POST', `${shop.base}/agent/checkout`, { body: { agent_id: agent, items: [{ sku: 'coffee', qty: 1 }] } });
+      expect(r.status, r.text).toBe(201);
+      return { id: r.body.session_id as string, pr: r.body.payment_required };
+    };
+    const buyer = await fundedBuyer();
+    const before = await chain.usdcBalance(payTo);
+    const first = await open();
+    const second = await open();
+    await onSlowChain(async (startWorker) => {
+      const pending = await settle(app, shop.base, first.id, await signPayment(buyer, first.pr));
+      expect(pending.status, pending.text).toBe(202);
+      expect((await poll(app, shop.base, first.id)).body.state).toBe('settling');
+
+      // WHEN the agent's second session is paid while the first is in flight
+      const res = await settle(app, shop.base, second.id, await signPayment(buyer, second.pr));
+      expect(res.status, res.text).toBe(403);
+      expect(res.body).toMatchObject({ status: 'rejected', reason_codes: ['RATE_LIMITED_HOURLY'] });
+
+      await chain.mine();
+      startWorker();
+      expect((await pollPastSettling(first.id, shop.base)).body.state).toBe('accepted');
+    });
+    expect(await ordersOf(app, first.id)).toEqual([expect.objectContaining({ decision: 'accept', settlement_ref: expect.stringMatching(/^0x/) })]);
+    expect(await ordersOf(app, second.id)).toEqual([expect.objectContaining({ decision: 'reject', settlement_ref: null })]);
+    expect(await chain.usdcBalance(payTo)).toBe(before + 4_500_000n);
+  });
 });

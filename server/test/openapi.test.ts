@@ -3,8 +3,9 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
 import { describe, expect, it } from 'vitest';
-import { contractRoutes, OPENAPI_JSON_PATH, renderOpenApi, SCHEMA_DTS_PATH, takesIdempotencyKey } from '../../scripts/emit-openapi.js';
-import { REASON_CODES, WebhookEventType } from '@svc/contract';
+import { contractRoutes, OPENAPI_JSON_PATH, renderOpenApi, SCHEMA_DTS_PATH, takesIdempotencyKey, webhookRetryText } from '../../scripts/emit-openapi.js';
+import { REASON_CODES, WEBHOOK_RETRY_SCHEDULE_MS, WebhookEventType } from '@svc/contract';
+import { RETRY_SCHEDULE_MS } from '../src/modules/webhooks/store.js';
 
 const require = createRequire(import.meta.url);
 const STALE = 'is stale: run `npm run openapi` and commit the result';
@@ -107,7 +108,7 @@ describe('OpenAPI lint', () => {
     ] as const) {
       expect(doc.paths[path][method].responses[status].content['application/json'].example, `${method} ${path}`).toBeDefined();
     }
-  }, 60_000);
+  });
 });
 
 describe('OpenAPI for integrators', () => {
@@ -149,5 +150,27 @@ describe('OpenAPI for integrators', () => {
       expect(hook.post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/WebhookEvent' });
       expect(hook.post.parameters.map((p: any) => p.name)).toEqual(['Svc-Signature', 'Svc-Event-Id', 'Svc-Delivery-Id']);
     }
+  });
+
+  it('GIVEN the schedule the delivery worker runs WHEN a webhook is described (document and docs) THEN the attempts and their times are that schedule', () => {
+    // one schedule: the worker's is the contract's
+    expect(RETRY_SCHEDULE_MS).toBe(WEBHOOK_RETRY_SCHEDULE_MS);
+    const text = webhookRetryText();
+    expect(text).toContain('7 attempts in all, the first at once and the others 30 s, 2 min, 10 min, 1 h, 6 h and 24 h after the delivery was enqueued');
+    for (const hook of Object.values(doc()['x-webhooks']) as any[]) {
+      expect(hook.post.description).toContain(text);
+      expect(hook.post.description).not.toMatch(/days/);
+    }
+    // docs/webhooks.md's table says the same
+    const docs = readFileSync(new URL('../../docs/webhooks.md', import.meta.url), 'utf8');
+    const table = docs.slice(docs.indexOf('| Attempt | Delay from enqueue |')).split('\n\n')[0]!.split('\n').slice(2);
+    const unit: Record<string, number> = { s: 1000, min: 60_000, h: 3_600_000 };
+    const delays = table.map((row) => {
+      const cell = row.split('|')[2]!.trim();
+      if (cell === 'immediate') return 0;
+      const [, n, u] = /^\+(\d+) (s|min|h)$/.exec(cell)!;
+      return Number(n) * unit[u!]!;
+    });
+    expect(delays).toEqual([...WEBHOOK_RETRY_SCHEDULE_MS]);
   });
 });

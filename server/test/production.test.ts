@@ -88,8 +88,12 @@ describe('compiled server under plain node, NODE_ENV=production', () => {
     const unauth = await fetch(`${base}/v1/me`, { headers: { 'x-request-id': mine } });
     expect(unauth.status).toBe(401);
     expect(unauth.headers.get('request-id')).toBe(mine);
-    await new Promise((r) => setTimeout(r, 200));
-    const logged = logLines().filter((l) => l.msg === 'request' && l.request_id === mine);
+    // the server writes a request's line as its response finishes; wait for both (a busy machine may take a while)
+    let logged = logLines().filter((l) => l.msg === 'request' && l.request_id === mine);
+    for (const end = Date.now() + 60_000; logged.length < 2 && Date.now() < end; ) {
+      await new Promise((r) => setTimeout(r, 100));
+      logged = logLines().filter((l) => l.msg === 'request' && l.request_id === mine);
+    }
     expect(logged.map((l) => l.path).sort()).toEqual(['/healthz', '/v1/me']);
     expect(logs).not.toContain('<script>');
   });

@@ -90,8 +90,12 @@ describe('RemoteFacilitator against a stock x402 facilitator on anvil', () => {
       const out = await remote.settle(proof, { nowSec: nowSec(), waitMs: 500, recordBroadcast: rec.recordBroadcast });
       expect(out).toEqual({ status: 'pending', reference: null });
       expect(settleCalls() - before).toBe(1);
-      await new Promise((r) => setTimeout(r, 1500));
-      const rc = await remote.reconcile({ proof, broadcasts: [], nowSec: nowSec() });
+      // The facilitator's transfer lands on chain while it delays its answer; reconcile until it is seen there.
+      let rc = await remote.reconcile({ proof, broadcasts: [], nowSec: nowSec() });
+      for (const end = Date.now() + 60_000; rc.status === 'pending' && Date.now() < end; ) {
+        await new Promise((r) => setTimeout(r, 250));
+        rc = await remote.reconcile({ proof, broadcasts: [], nowSec: nowSec() });
+      }
       expect(rc).toMatchObject({ status: 'settled', reference: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
       expect(await anvil.usdcBalance(merchant)).toBe(USDC);
     } finally {

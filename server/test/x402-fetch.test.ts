@@ -4,7 +4,7 @@ import { wrapFetchWithPayment, wrapFetchWithPaymentFromConfig, x402Client, decod
 import { ExactEvmScheme } from '@x402/evm';
 import { decodePaymentSignatureHeader, encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentRequired } from '@x402/core/types';
-import { appendPaymentIdentifierToExtensions, generatePaymentId } from '@x402/extensions/payment-identifier';
+import { appendPaymentIdentifierToExtensions, declarePaymentIdentifierExtension, generatePaymentId } from '@x402/extensions/payment-identifier';
 import { newBuyer, publishedMerchant, USDC_SEPOLIA } from './helpers/agent.js';
 import { eventTypes, hostRequest, ordersOf, poll, verifyReceipt } from './helpers/agent-protocol.js';
 import { TestApp, TEST_PAY_TO } from './helpers/harness.js';
@@ -67,7 +67,8 @@ describe('discovery and the 402 challenge', () => {
           extra: { name: 'USDC', version: '2' },
         },
       ],
-      extensions: { 'payment-identifier': { info: { required: false } } },
+      // declared as @x402/extensions declares it: {info, schema}
+      extensions: { 'payment-identifier': declarePaymentIdentifierExtension(false) },
     });
     expect(res.body).toEqual({
       x402Version: 1,
@@ -209,6 +210,7 @@ describe('refused payments answer in x402 shape with our reason code', () => {
     const ordersBefore = (await ordersOfMerchant(app, shop.merchant.id)).length;
     const cases: Array<[string, (a: PaymentRequired['accepts'][number]) => void, string, string]> = [
       ['amount', (a) => void (a.amount = '249999'), 'PAYMENT_AMOUNT_MISMATCH', 'invalid_exact_evm_payload_authorization_value'],
+      ['overpaid amount', (a) => void (a.amount = '250001'), 'PAYMENT_AMOUNT_MISMATCH', 'invalid_exact_evm_payload_authorization_value'],
       ['recipient', (a) => void (a.payTo = '0x2222222222222222222222222222222222222222'), 'PAYMENT_RECIPIENT_MISMATCH', 'invalid_exact_evm_payload_recipient_mismatch'],
       ['network', (a) => Object.assign(a, { network: 'eip155:8453', asset: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', extra: { name: 'USD Coin', version: '2' } }), 'PAYMENT_NETWORK_MISMATCH', 'invalid_network'],
       ['expired', (a) => void (a.maxTimeoutSeconds = 2), 'PAYMENT_EXPIRED', 'invalid_exact_evm_payload_authorization_valid_before'],
@@ -269,7 +271,7 @@ describe('payment-identifier idempotency', () => {
       return encodePaymentSignatureHeader(payload);
     };
     const header = await signed();
-    expect(decodePaymentSignatureHeader(header).extensions).toEqual({ 'payment-identifier': { info: { required: false, id } } });
+    expect(decodePaymentSignatureHeader(header).extensions).toEqual({ 'payment-identifier': { ...declarePaymentIdentifierExtension(false), info: { required: false, id } } });
     const first = await fetch(resourceUrl('coffee'), { headers: { 'PAYMENT-SIGNATURE': header } });
     const firstText = await first.text();
     expect(first.status, firstText).toBe(200);
@@ -284,6 +286,28 @@ describe('payment-identifier idempotency', () => {
     const sessionId = JSON.parse(firstText).session_id;
     expect((await x402Sessions(app, shop.merchant.id)).filter((s) => s.idempotency_key === `x402-pid:${id}`)).toHaveLength(1);
     expect(await ordersOf(app, sessionId)).toHaveLength(1);
+  });
+});
+
+describe('the payment-identifier a client echoes', () => {
+  async function paidWith(extension: unknown) {
+    const pr = paymentRequiredOf(await fetch(resourceUrl('beans')));
+    const payload = await new x402Client().register('eip155:*', new ExactEvmScheme(newBuyer())).createPaymentPayload(pr);
+    payload.extensions = { 'payment-identifier': extension };
+    const res = await fetch(resourceUrl('beans'), { headers: { 'PAYMENT-SIGNATURE': encodePaymentSignatureHeader(payload) } });
+    return { status: res.status, body: (await res.json()) as any };
+  }
+
+  it('GIVEN the declaration echoed with a schema of the client\'s own WHEN paid THEN the id is judged by the declared rules alone: the client\'s schema is never compiled', async () => {
+    // a schema Ajv cannot even compile (an invalid pattern): compiling it would refuse the payment
+    const foreign = { type: 'object', properties: { id: { type: 'string', pattern: '(' } } };
+    const ok = await paidWith({ info: { required: false, id: generatePaymentId() }, schema: foreign });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    // the rules still hold whatever schema comes with them
+    const short = await paidWith({ info: { required: false, id: 'short' }, schema: {} });
+    expect(short.status).toBe(402);
+    expect(short.body.reason_codes).toEqual(['PAYMENT_MALFORMED']);
+    expect(short.body.error_human).toMatch(/16-128 characters/);
   });
 });
 

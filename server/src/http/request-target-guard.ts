@@ -30,3 +30,15 @@ export function requestTargetGuard(req: Request, _res: Response, next: NextFunct
   }
   next();
 }
+
+/**
+ * An HTTP/1.1 request without a Host header is 400 (RFC 9112 section 3.2: the target's
+ * authority is required). Node's server would answer it itself with an empty body; it leaves
+ * it to this (transport-errors.ts `createHttpServer`). HTTP/1.0 has no such rule.
+ */
+export function hostRequired(req: Request, _res: Response, next: NextFunction) {
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined) {
+    return next(new ApiError('BAD_REQUEST', 'An HTTP/1.1 request needs a Host header.'));
+  }
+  next();
+}

@@ -1,4 +1,4 @@
-import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { humanOf, statusOf, type ReasonCode } from '@svc/contract';
 
@@ -29,13 +29,14 @@ function describe(code: string | undefined): [ReasonCode, string] {
 }
 
 /** A complete HTTP/1.1 response carrying the one error body, closing the connection. */
-export function rawErrorResponse(code: ReasonCode, human: string = humanOf(code)): string {
+export function rawErrorResponse(code: ReasonCode, human: string = humanOf(code), headers: Record<string, string> = {}): string {
   const status = statusOf(code);
   const body = JSON.stringify({ reason_codes: [code], error_human: human });
   return [
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}`,
     'Content-Type: application/json; charset=utf-8',
     `Content-Length: ${Buffer.byteLength(body)}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
     'Connection: close',
     '',
     body,
@@ -43,13 +44,25 @@ export function rawErrorResponse(code: ReasonCode, human: string = humanOf(code)
 }
 
 /**
+ * The HTTP server of an app (main and the test harness listen with it; the harness adds the app once it has booted), with every answer Node
+ * would give by itself in the error shape. Node's own Host check (`requireHostHeader`) answers
+ * an empty 400 before the app; it is off, and the app refuses a Host-less HTTP/1.1 request
+ * (`hostRequired` in request-target-guard.ts), so that answer has the body and the Request-Id.
+ */
+export function createHttpServer(app?: RequestListener): Server {
+  const server = createServer({ requireHostHeader: false }, app);
+  installTransportErrorHandlers(server);
+  return server;
+}
+
+/**
  * Errors Node's HTTP server answers before any request reaches Express (a malformed request
  * line, bad chunking, conflicting Content-Length and Transfer-Encoding, a body cut short,
  * headers over the 16 KB limit, an Expect other than 100-continue) get the
- * `{reason_codes, error_human}` body like every other error. Installed by main and the
- * test harness on the server they listen with.
+ * `{reason_codes, error_human}` body like every other error, and so does `CONNECT`, which
+ * Node hands to a `connect` listener instead of the app (without one it drops the socket).
  */
-export function installTransportErrorHandlers(server: Server): void {
+function installTransportErrorHandlers(server: Server): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     // A reset connection, or one whose response has started, cannot take another response.
@@ -59,6 +72,12 @@ export function installTransportErrorHandlers(server: Server): void {
     }
     const [code, human] = describe(err.code);
     socket.end(rawErrorResponse(code, human));
+  });
+  // A proxy's method: this is an origin server, so the tunnel is refused, not opened.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    // Node took its own error listener off this socket: a reset must not become an uncaught error.
+    socket.on('error', () => socket.destroy());
+    socket.end(rawErrorResponse('METHOD_NOT_ALLOWED', humanOf('METHOD_NOT_ALLOWED'), { Allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }));
   });
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
     const body = JSON.stringify({ reason_codes: ['EXPECTATION_FAILED'], error_human: humanOf('EXPECTATION_FAILED') });

@@ -27,7 +27,7 @@ export async function statementsDuring<T>(app: TestApp, fn: () => Promise<T>): P
  * A barrier, not a timing assertion: polls `read` until `ok` holds. The deadline only turns
  * a hang into a failure naming `what`.
  */
-export async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, deadlineMs = 10_000): Promise<T> {
+export async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, deadlineMs = 60_000): Promise<T> {
   const end = Date.now() + deadlineMs;
   for (;;) {
     const value = await read();

@@ -131,7 +131,7 @@ async function spawnOnce(opts: AnvilOptions): Promise<{ proc: ChildProcess; port
   let stderr = '';
   proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`anvil exited (${proc.exitCode}): ${stderr.slice(0, 500)}`);
     try {
@@ -142,7 +142,7 @@ async function spawnOnce(opts: AnvilOptions): Promise<{ proc: ChildProcess; port
     }
   }
   proc.kill('SIGKILL');
-  throw new Error(`anvil did not answer on ${url} within 15 s: ${stderr.slice(0, 500)}`);
+  throw new Error(`anvil did not answer on ${url} within 60 s: ${stderr.slice(0, 500)}`);
 }
 
 /** Starts a private anvil (chain id 8453 unless told) with the test token at the real USDC address and Multicall3. */

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,7 @@ import { createScratchDatabase } from '../../src/db/scratch.js';
 import { ulid } from 'ulid';
 import { SCOPES, type Scope } from '@svc/contract';
 import { buildApp } from '../../src/app.js';
-import { installTransportErrorHandlers } from '../../src/http/transport-errors.js';
+import { createHttpServer } from '../../src/http/transport-errors.js';
 import { closeServices, createServices } from '../../src/boot.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { DbTarget } from '../../src/db/orm.js';
@@ -91,7 +91,8 @@ export class TestApp {
 
   /** Listens on `port` (0: any free one) before the app exists; requests wait in the socket until boot() attaches it. */
   private async listen(port: number): Promise<number> {
-    this.server = createServer();
+    // Node's transport answers (no Host, CONNECT, bad framing) as the server answers them (http/transport-errors.ts).
+    this.server = createHttpServer();
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
       this.server.listen(port, '127.0.0.1', () => {
@@ -108,7 +109,6 @@ export class TestApp {
     this.services = await createServices(this.config, { target: this.target, ...(this.log ? { log: this.log } : {}) });
     const app = buildApp(this.services, { responseValidation: true });
     this.server.on('request', app);
-    installTransportErrorHandlers(this.server);
   }
 
   /** Stops the HTTP server and closes the database, then boots again on the same data (and the same port, which the configuration names). */

@@ -16,7 +16,7 @@ export function runCommand(cmd: string, args: string[], opts: { cwd?: string; en
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, ...opts.env })) if (v !== undefined) env[k] = v;
   return new Promise((done, fail) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd ?? ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: opts.timeoutMs ?? 60_000 });
+    const child = spawn(cmd, args, { cwd: opts.cwd ?? ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: opts.timeoutMs ?? 150_000 });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (b) => (stdout += b));
@@ -27,7 +27,7 @@ export function runCommand(cmd: string, args: string[], opts: { cwd?: string; en
 }
 
 /** Runs a TypeScript entry point (tsx under this Node) to completion. */
-export function runScript(script: string, args: string[], env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<Run> {
+export function runScript(script: string, args: string[], env: Record<string, string | undefined>, timeoutMs = 150_000): Promise<Run> {
   return runCommand(process.execPath, [TSX, script, ...args], { env, timeoutMs });
 }
 

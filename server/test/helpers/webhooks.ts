@@ -53,7 +53,7 @@ export class Receiver {
     return this.hits.filter((h) => h.path === path);
   }
 
-  async waitForHits(n: number, path?: string, timeoutMs = 30_000): Promise<Hit[]> {
+  async waitForHits(n: number, path?: string, timeoutMs = 90_000): Promise<Hit[]> {
     const count = () => (path ? this.on(path).length : this.hits.length);
     const deadline = Date.now() + timeoutMs;
     while (count() < n) {
@@ -74,7 +74,7 @@ export class Receiver {
 }
 
 /** Polls `probe` until it returns a truthy value (a barrier, never a timing assertion). */
-export async function waitUntil<T>(probe: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+export async function waitUntil<T>(probe: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 90_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();

@@ -12,7 +12,13 @@ import type { Anvil } from './anvil.js';
 export const X402_FACILITATOR_TOKEN = 'test-facilitator-token';
 const TOKEN = X402_FACILITATOR_TOKEN;
 
-export type Knobs = { settleDelayMs: number; seenAuth: (string | undefined)[]; calls: string[] };
+export type Knobs = {
+  settleDelayMs: number;
+  seenAuth: (string | undefined)[];
+  calls: string[];
+  /** When set, /settle answers this status (a 4xx: refused before doing anything) and settles nothing. */
+  settleStatus?: number;
+};
 
 /** A stock x402 v2 facilitator (x402Facilitator + @x402/evm's exact scheme) over HTTP, backed by anvil. */
 export async function startX402Facilitator(anvil: Anvil, knobs: Knobs): Promise<{ url: string; server: Server }> {
@@ -42,6 +48,10 @@ export async function startX402Facilitator(anvil: Anvil, knobs: Knobs): Promise<
         out = await facilitator.verify(b.paymentPayload, b.paymentRequirements);
       } else if (req.method === 'POST' && req.url === '/settle') {
         const b = await body(req);
+        if (knobs.settleStatus) {
+          res.writeHead(knobs.settleStatus, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'refused' }));
+          return;
+        }
         out = await facilitator.settle(b.paymentPayload, b.paymentRequirements);
         if (knobs.settleDelayMs) await new Promise((r) => setTimeout(r, knobs.settleDelayMs));
       } else {

@@ -2,7 +2,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { hashTypedData, toHex, type Hex } from 'viem';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { checkAuthorization, recoverAuthorizationSigner, transferDigest, transferTypedData, type Authorization } from '../../src/lib/eip3009.js';
+import { canonicalSignature, checkAuthorization, recoverAuthorizationSigner, recoverInJavaScript, transferDigest, transferTypedData, type Authorization } from '../../src/lib/eip3009.js';
 import { CHAINS, type ChainName } from '@svc/contract';
 
 const NOW = 1_760_000_000;
@@ -70,10 +70,55 @@ describe('transferDigest', () => {
   });
 });
 
+describe('transferDigest refuses numbers outside uint256', () => {
+  it('GIVEN a value of 2^256 or below zero THEN RangeError, not a digest of other bytes', () => {
+    expect(() => transferDigest('base', auth({ value: (1n << 256n).toString() }))).toThrow('uint256 out of range');
+    expect(() => transferDigest('base', auth({ value: '-1' }))).toThrow(RangeError);
+    expect(transferDigest('base', auth({ value: ((1n << 256n) - 1n).toString() }))).toMatch(/^0x[0-9a-f]{64}$/);
+  });
+});
+
+describe('canonicalSignature: the one form FiatToken accepts', () => {
+  const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+  const r = '11'.repeat(32);
+  const sig = (s: bigint, v: number) => `0x${r}${s.toString(16).padStart(64, '0')}${v.toString(16).padStart(2, '0')}` as Hex;
+
+  it('GIVEN v as y-parity 0/1 THEN 27/28; GIVEN any other v THEN null', () => {
+    expect(canonicalSignature(sig(5n, 0))).toBe(sig(5n, 27));
+    expect(canonicalSignature(sig(5n, 1))).toBe(sig(5n, 28));
+    expect(canonicalSignature(sig(5n, 27))).toBe(sig(5n, 27));
+    for (const v of [2, 26, 29, 0x1d, 255]) expect(canonicalSignature(sig(5n, v)), String(v)).toBeNull();
+  });
+
+  it('GIVEN s = 0 or s >= n THEN null; GIVEN s > n/2 THEN the mirrored low s with v flipped; s = n/2 stays', () => {
+    expect(canonicalSignature(sig(0n, 27))).toBeNull();
+    expect(canonicalSignature(sig(N, 27))).toBeNull();
+    expect(canonicalSignature(sig(N + 1n, 28))).toBeNull();
+    expect(canonicalSignature(sig(N - 1n, 27))).toBe(sig(1n, 28));
+    expect(canonicalSignature(sig(N - 1n, 0))).toBe(sig(1n, 28));
+    expect(canonicalSignature(sig(N / 2n + 1n, 28))).toBe(sig(N - (N / 2n + 1n), 27));
+    expect(canonicalSignature(sig(N / 2n, 27))).toBe(sig(N / 2n, 27));
+  });
+
+  it('GIVEN a real high-s signature THEN it checks as the same signer, canonical (low s)', async () => {
+    const a = auth();
+    const low = await sign(a);
+    const s = BigInt(`0x${low.slice(66, 130)}`);
+    const v = parseInt(low.slice(130), 16);
+    const high = sig(N - s, v === 27 ? 28 : 27).replace(r, low.slice(2, 66)) as Hex;
+    const r2 = await check(a, high);
+    expect(r2).toMatchObject({ ok: true, signature: low });
+  });
+});
+
 describe('recoverAuthorizationSigner', () => {
   it('recovers the signing account', async () => {
     const a = auth();
     expect(await recoverAuthorizationSigner('base-sepolia', a, await sign(a))).toBe(payer.address);
+    // viem's recovery, used where the native binding does not load, agrees
+    const b = auth();
+    const sb = await sign(b);
+    expect(await recoverInJavaScript(transferDigest('base-sepolia', b), sb)).toBe(payer.address);
   });
 });
 
@@ -149,6 +194,13 @@ describe('checkAuthorization', () => {
     expect(await check(a, await sign(a))).toMatchObject({ ok: false, code: 'PAYMENT_AMOUNT_MISMATCH' });
   });
 
+  it('GIVEN value greater than amountBaseUnits (an overpayment) THEN PAYMENT_AMOUNT_MISMATCH: the amount is exact, not a minimum', async () => {
+    for (const value of ['25300001', '253000000', ((1n << 256n) - 1n).toString()]) {
+      const a = auth({ value });
+      expect(await check(a, await sign(a)), value).toMatchObject({ ok: false, code: 'PAYMENT_AMOUNT_MISMATCH' });
+    }
+  });
+
   it('compares amounts as integers (leading zeros are the same amount)', async () => {
     const a = auth({ value: '025300000' });
     expect(await check(a, await sign(a))).toMatchObject({ ok: true });
@@ -207,6 +259,58 @@ describe('checkAuthorization', () => {
     for (const over of cases) {
       expect(await check({ ...a, ...over }, sig), JSON.stringify(over)).toMatchObject({ ok: false, code: 'PAYMENT_MALFORMED' });
     }
+  });
+
+  it('GIVEN an unknown chain, or an authorization that is not an object THEN PAYMENT_MALFORMED naming it, never a throw', async () => {
+    const a = auth();
+    const sig = await sign(a);
+    const unknown = await checkAuthorization({ chain: 'solana' as ChainName, payTo, amountBaseUnits: AMOUNT, auth: a, signature: sig, nowSec: NOW });
+    expect(unknown).toEqual({ ok: false, code: 'PAYMENT_MALFORMED', human: 'Unknown chain solana.' });
+    for (const bad of [null, 'x', 7]) {
+      expect(await check(bad as never, sig)).toEqual({ ok: false, code: 'PAYMENT_MALFORMED', human: 'payment.authorization must be an object.' });
+    }
+  });
+
+  it('GIVEN a field of another JSON type whose text would pass (an array of the right string) or the right text after garbage THEN PAYMENT_MALFORMED naming the field', async () => {
+    const a = auth();
+    const sig = await sign(a);
+    const cases: Array<[string, Record<string, unknown>, unknown]> = [
+      ['authorization.from', { from: [a.from] }, sig],
+      ['authorization.from', { from: `zz${a.from}` }, sig],
+      ['authorization.to', { to: [a.to] }, sig],
+      ['authorization.to', { to: `zz${a.to}` }, sig],
+      ['authorization.value', { value: [a.value] }, sig],
+      ['authorization.nonce', { nonce: [a.nonce] }, sig],
+      ['authorization.nonce', { nonce: `zz${a.nonce}` }, sig],
+      ['validAfter and validBefore', { validAfter: String(a.validAfter) }, sig],
+      ['signature', {}, [sig]],
+      ['signature', {}, `zz${sig}`],
+    ];
+    for (const [field, over, signature] of cases) {
+      const r = await check({ ...a, ...over } as Authorization, signature as string);
+      expect(r, JSON.stringify(over)).toMatchObject({ ok: false, code: 'PAYMENT_MALFORMED', human: expect.stringContaining(field) });
+    }
+  });
+
+  it('GIVEN validAfter 0 (valid from the epoch, as many clients sign) THEN ok', async () => {
+    const a = auth({ validAfter: 0 });
+    expect(await check(a, await sign(a))).toMatchObject({ ok: true });
+  });
+
+  it('GIVEN each refusal THEN error_human names the values that decided it', async () => {
+    const a = auth();
+    const other = privateKeyToAccount(generatePrivateKey()).address;
+    const wrongTo = auth({ to: other });
+    expect(await check(wrongTo, await sign(wrongTo))).toMatchObject({ human: `authorization.to must be the merchant's payTo ${payTo}, got ${other}.` });
+    const low = auth({ value: '1' });
+    expect(await check(low, await sign(low))).toMatchObject({ human: `authorization.value must be exactly amountBaseUnits ${AMOUNT}, got 1.` });
+    const early = auth({ validAfter: NOW + 1 });
+    expect(await check(early, await sign(early))).toMatchObject({ human: expect.stringContaining(`valid only after ${NOW + 1} (now ${NOW})`) });
+    const late = auth({ validBefore: NOW + 5 });
+    expect(await check(late, await sign(late))).toMatchObject({ human: expect.stringContaining(`validBefore ${NOW + 5} must be at least 6 s after now (${NOW})`) });
+    expect(await check(a, `0x${'11'.repeat(64)}05`)).toMatchObject({ code: 'SIGNER_MISMATCH', human: expect.stringContaining('v other than 27/28') });
+    // r = 0 is no point on the curve: recovery fails, and says so
+    expect(await check(a, `0x${'00'.repeat(32)}${'11'.repeat(32)}1b`)).toMatchObject({ code: 'SIGNER_MISMATCH', human: expect.stringContaining('could not be recovered') });
   });
 
   it('checks in order: recipient before amount before window before signature', async () => {

@@ -20,7 +20,11 @@ describe('formatAtScale', () => {
   });
   it('refuses a value that is not a decimal string', () => {
     expect(() => formatAtScale('1e3', 2)).toThrow(TypeError);
-    expect(() => formatAtScale('abc', 2)).toThrow(TypeError);
+    expect(() => formatAtScale('abc', 2)).toThrow('not a decimal string: abc');
+  });
+  it('refuses money given as a JS number, even one whose text would be a decimal', () => {
+    expect(() => toDecimal(12 as never)).toThrow('not a decimal string: 12');
+    expect(() => formatAtScale(4.5 as never, 2)).toThrow(TypeError);
   });
 });
 
@@ -33,7 +37,10 @@ describe('lineTotal', () => {
   });
   it('refuses a non-integer quantity', () => {
     expect(() => lineTotal('1.00', 1.5)).toThrow(TypeError);
-    expect(() => lineTotal('1.00', -1)).toThrow(TypeError);
+    expect(() => lineTotal('1.00', -1)).toThrow('qty must be a non-negative integer: -1');
+  });
+  it('GIVEN quantity 0 THEN zero at the unit price scale (non-negative, not positive)', () => {
+    expect(lineTotal('12.50', 0)).toBe('0.00');
   });
 });
 
@@ -115,7 +122,11 @@ describe('toBaseUnits', () => {
     expect(toBaseUnits('1.5', 0)).toEqual({ baseUnits: '2', amount: '2.00' });
   });
   it('refuses a negative amount', () => {
-    expect(() => toBaseUnits('-1.00')).toThrow(RangeError);
+    expect(() => toBaseUnits('-1.00')).toThrow('amount must not be negative: -1.00');
+  });
+  it('refuses a token precision that is not a non-negative integer', () => {
+    expect(() => toBaseUnits('1.00', -1)).toThrow('decimals must be a non-negative integer: -1');
+    expect(() => toBaseUnits('1.00', 1.5)).toThrow(TypeError);
   });
 });
 
@@ -136,7 +147,7 @@ describe('compareDecimal / addDecimal / decimalFromPolicyNumber', () => {
     expect(decimalFromPolicyNumber(100.1)).toBe('100.1');
     expect(decimalFromPolicyNumber(0.1 + 0.2)).toBe('0.30000000000000004');
     expect(decimalFromPolicyNumber(1e21)).toBe('1000000000000000000000');
-    expect(() => decimalFromPolicyNumber(Number.NaN)).toThrow(TypeError);
+    expect(() => decimalFromPolicyNumber(Number.NaN)).toThrow('policy amount must be a finite number: NaN');
     expect(() => decimalFromPolicyNumber(Infinity)).toThrow(TypeError);
   });
 });

@@ -65,6 +65,9 @@ describe('MockFacilitator', () => {
     const f = new MockFacilitator();
     expect(await f.settle({ ...p, signature: forged.signature }, settleOpts)).toMatchObject({ status: 'failed', code: 'SIGNER_MISMATCH' });
     expect(await f.verify({ ...p, amountBaseUnits: '1500001' }, NOW)).toMatchObject({ ok: false, code: 'PAYMENT_AMOUNT_MISMATCH' });
+    // an authorization for more than is due (value 1500000 for 1499999) is refused as well
+    expect(await f.verify({ ...p, amountBaseUnits: '1499999' }, NOW)).toMatchObject({ ok: false, code: 'PAYMENT_AMOUNT_MISMATCH' });
+    expect(await f.settle({ ...p, amountBaseUnits: '1499999' }, settleOpts)).toMatchObject({ status: 'failed', code: 'PAYMENT_AMOUNT_MISMATCH' });
   });
 
   it('GIVEN a payer balance below the value THEN INSUFFICIENT_FUNDS; enough or unlisted passes', async () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { canonicalJson, sha256Hex } from '../../src/lib/canonical-json.js';
 import { generateEd25519 } from '../../src/lib/crypto.js';
 import { verifyReceipt } from '@svc/sdk';
-import { inputFingerprint, signReceipt, type ReceiptClaims } from '../../src/modules/gate/receipt.js';
+import { importReceiptKey, inputFingerprint, signReceipt, type ReceiptClaims } from '../../src/modules/gate/receipt.js';
 
 /** Receipts are verified offline by the SDK's verifier, the one agents run. */
 const verifyReceiptJws = (jws: string, jwks: { keys: JWK[] }) => verifyReceipt(jws, { jwks });
@@ -43,6 +43,13 @@ describe('signReceipt / verifyReceiptJws', () => {
     expect(decodeProtectedHeader(jws)).toEqual({ alg: 'EdDSA', typ: 'svc-receipt+jws', kid: 'rk_test_1' });
     const { payload } = await compactVerify(jws, createLocalJWKSet(jwks), { algorithms: ['EdDSA'] });
     expect(JSON.parse(new TextDecoder().decode(payload))).toEqual(claims);
+    expect(await verifyReceiptJws(jws, jwks)).toEqual(claims);
+  });
+
+  it('GIVEN the key imported once (as the settle path caches it) THEN the same receipt, verified the same', async () => {
+    const imported = await importReceiptKey(key);
+    const jws = await signReceipt(imported, claims);
+    expect(decodeProtectedHeader(jws).kid).toBe('rk_test_1');
     expect(await verifyReceiptJws(jws, jwks)).toEqual(claims);
   });
 

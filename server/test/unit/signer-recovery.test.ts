@@ -111,12 +111,12 @@ describe('signer recovery in worker threads (services.signers, where no native b
       return { digest: hashTypedData(td), signature: await account.signTypedData(td) };
     };
     const first = await sign();
-    const started = performance.now();
     expect(await p.recover(first.digest, first.signature)).toBe(account.address);
-    // Answered on this thread while the pool boots (a thread under tsx takes 1-2 s).
-    expect(performance.now() - started).toBeLessThan(500);
     expect(p.runningThreads).toBeGreaterThanOrEqual(1);
     await p.whenReady();
+    // Only the warm-up ran in a thread: the first recovery was answered on this thread while
+    // the pool booted (a thread under tsx takes 1-2 s), not after waiting for it.
+    expect(p.recoveredInThreads).toBe(1);
     const before = p.recoveredInThreads;
     for (let i = 0; i < 5; i++) {
       const s = await sign();

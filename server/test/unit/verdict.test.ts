@@ -34,6 +34,14 @@ describe('trust tier', () => {
     expect(trustTier(SVC_BAD, true)).toBe('standard');
     expect(trustTier(SVC_BAD, false)).toBe('cautious');
   });
+
+  it('GIVEN an ap2 or acp mandate that did not verify THEN no trust from it: cautious or standard as without one', () => {
+    for (const type of ['ap2', 'acp'] as const) {
+      const bad: MandateResult = { type, present: true, ok: false, code: 'MANDATE_INVALID_SIGNATURE', ref: null };
+      expect(trustTier(bad, false), type).toBe('cautious');
+      expect(trustTier(bad, true), type).toBe('standard');
+    }
+  });
 });
 
 describe('evaluatePolicy with the defaults (resolvePolicy({}))', () => {

@@ -1,3 +1,4 @@
+import { WEBHOOK_RETRY_SCHEDULE_MS } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { runSql } from '../../db/sql.js';
 import type { SecretBox } from '../../lib/crypto.js';
@@ -24,8 +25,8 @@ import type { AttemptOutcome } from './deliver.js';
  * deliveries (SKIP LOCKED) and reads endpoints without locking them.
  */
 
-/** Section 6: delay of each attempt from enqueue (attempt 1 is immediate). */
-export const RETRY_SCHEDULE_MS = [0, 30_000, 120_000, 600_000, 3_600_000, 21_600_000, 86_400_000] as const;
+/** Section 6: delay of each attempt from enqueue (attempt 1 is immediate); the contract states it. */
+export const RETRY_SCHEDULE_MS = WEBHOOK_RETRY_SCHEDULE_MS;
 export const MAX_ATTEMPTS = RETRY_SCHEDULE_MS.length;
 /** Section "Webhooks" of decisions.md: an endpoint failing for this long is disabled. */
 export const AUTO_DISABLE_AFTER = '5 days';
