@@ -6,7 +6,7 @@ const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 /**
  * The dashboard is served by the server under /dashboard from `dist/`. It imports the
- * contract (and the SDK's receipt verifier) from their sources, so the app is typed by the
+ * contract (and the SDK's receipt verifier and typed errors) from their sources, so the app is typed by the
  * same contract as the server and cannot drift from the API.
  */
 export default defineConfig({
@@ -16,6 +16,7 @@ export default defineConfig({
     alias: [
       { find: /^@svc\/contract$/, replacement: here('../contract/src/index.ts') },
       { find: /^@svc\/sdk\/receipt$/, replacement: here('../sdk/src/receipt.ts') },
+      { find: /^@svc\/sdk\/errors$/, replacement: here('../sdk/src/errors.ts') },
     ],
   },
   build: { outDir: 'dist', emptyOutDir: true, sourcemap: true, chunkSizeWarningLimit: 2000 },

@@ -48,60 +48,39 @@ export const CliPollResult = z.union([
 ]);
 export type CliPollResult = z.infer<typeof CliPollResult>;
 
-export const authContract = c.router({
+const signInRoutes = c.router({
   emailStart: {
     method: 'POST',
-    path: '/v1/auth/email/start',
+    path: '/email/start',
     body: EmailStartBody,
-    responses: { 200: EmailStartResult, ...publicErrors, 410: ErrorBody, 429: ErrorBody },
+    responses: { 200: EmailStartResult, 410: ErrorBody, 429: ErrorBody },
     summary: 'Mail a sign-in link (magic link)',
     description:
       'Answers 200 for any well-formed email, known or not (no account enumeration). Limited to 5 per email and 20 per IP per 15 minutes (429 RATE_LIMITED with Retry-After).',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'startEmailSignIn' }),
   },
-  verify: {
-    method: 'GET',
-    path: '/v1/auth/verify',
-    query: z.object({ token: z.string().max(200).optional() }),
-    responses: { 200: LinkPage, 410: LinkGonePage, ...pageErrors },
-    summary: 'Open a sign-in link',
-    description:
-      'Spends nothing: answers a page that names the email with one button, a form that POSTs the token to this path. Mail scanners that fetch every link in a message therefore cannot use a link up. A link a command line asked for says so (and that its code is typed on the next page); it never names a code. A used, expired or unknown link is 410 with a page that says so.',
-    metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'openSignInLink' }),
-  },
-  verifyConfirm: {
-    method: 'POST',
-    path: '/v1/auth/verify',
-    contentType: 'application/x-www-form-urlencoded',
-    body: z.object({ token: z.string().max(200).optional() }),
-    responses: { 303: c.noBody(), 403: ForeignFormPage, 410: LinkGonePage, ...pageErrors },
-    summary: 'Sign in with a link',
-    description:
-      "The button of the link's page. Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page (/dashboard/device, where the code is typed) when a command line asked for the link; it approves no device code. A used, expired or unknown link is 410 with a page that says so. A POST that does not come from this origin (its Origin header, else Sec-Fetch-Site: same-origin, as for every cookie-authenticated write) is 403 and spends nothing: only the link's own page signs in, so another site cannot sign a visitor into its own account.",
-    metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'verifySignIn' }),
-  },
   logout: {
     method: 'POST',
-    path: '/v1/auth/logout',
+    path: '/logout',
     body: c.noBody(),
-    responses: { 200: z.object({ ok: z.literal(true) }), ...publicErrors, 401: ErrorBody, 403: ErrorBody },
+    responses: { 200: z.object({ ok: z.literal(true) }), 401: ErrorBody, 403: ErrorBody },
     summary: 'End the browser session',
     description: 'Revokes the session of the cookie and clears the cookie.',
     metadata: meta({ auth: 'session', scopes: [], tag: 'Sign-in', operationId: 'logout' }),
   },
   cliStart: {
     method: 'POST',
-    path: '/v1/auth/cli/start',
+    path: '/cli/start',
     body: z.object({}).strict().optional(),
-    responses: { 200: CliStartResult, ...publicErrors, 429: ErrorBody },
+    responses: { 200: CliStartResult, 429: ErrorBody },
     summary: 'Start a device-code sign-in (RFC 8628) for the CLI',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'startDeviceSignIn' }),
   },
   cliPoll: {
     method: 'POST',
-    path: '/v1/auth/cli/poll',
+    path: '/cli/poll',
     body: z.object({ device_code: DeviceCodeValue }).strict(),
-    responses: { 200: CliPollResult, ...publicErrors, 410: ErrorBody, 429: ErrorBody },
+    responses: { 200: CliPollResult, 410: ErrorBody, 429: ErrorBody },
     summary: 'Poll a device-code sign-in',
     description:
       'pending until a member approves, then ready with a new test API key exactly once; afterwards, or once expired, 410 DEVICE_CODE_EXPIRED. Polling faster than `interval` is 429 SLOW_DOWN (the interval grows by 5 s).',
@@ -109,21 +88,51 @@ export const authContract = c.router({
   },
   cliApprove: {
     method: 'POST',
-    path: '/v1/auth/cli/approve',
+    path: '/cli/approve',
     body: z.object({ user_code: UserCodeValue }).strict(),
-    responses: { 200: z.object({ ok: z.literal(true) }), ...publicErrors, 401: ErrorBody, 403: ErrorBody, 410: ErrorBody },
+    responses: { 200: z.object({ ok: z.literal(true) }), 401: ErrorBody, 403: ErrorBody, 410: ErrorBody },
     summary: 'Approve a device code as the signed-in member',
     description:
       'Needs the session cookie (the device page sends it, with the code the person typed from their own terminal). The minted key belongs to the signed-in member\'s project. An unknown or expired user code is 410 DEVICE_CODE_EXPIRED.',
     metadata: meta({ auth: 'session', scopes: [], tag: 'Sign-in', operationId: 'approveDeviceSignIn' }),
   },
+}, { pathPrefix: '/v1/auth', commonResponses: publicErrors });
+
+/** The sign-in link's pages, for a browser: HTML, and the error body only before a page can be made. */
+const linkPageRoutes = c.router({
+  verify: {
+    method: 'GET',
+    path: '/verify',
+    query: z.object({ token: z.string().max(200).optional() }),
+    responses: { 200: LinkPage, 410: LinkGonePage },
+    summary: 'Open a sign-in link',
+    description:
+      'Spends nothing: answers a page that names the email with one button, a form that POSTs the token to this path. Mail scanners that fetch every link in a message therefore cannot use a link up. A link a command line asked for says so (and that its code is typed on the next page); it never names a code. A used, expired or unknown link is 410 with a page that says so.',
+    metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'openSignInLink' }),
+  },
+  verifyConfirm: {
+    method: 'POST',
+    path: '/verify',
+    contentType: 'application/x-www-form-urlencoded',
+    body: z.object({ token: z.string().max(200).optional() }),
+    responses: { 303: c.noBody(), 403: ForeignFormPage, 410: LinkGonePage },
+    summary: 'Sign in with a link',
+    description:
+      "The button of the link's page. Single use, 15 minutes. Sets the HTTP-only session cookie (svc_session; SameSite=Lax; Secure outside development) and redirects (303) to the dashboard, or to its device page (/dashboard/device, where the code is typed) when a command line asked for the link; it approves no device code. A used, expired or unknown link is 410 with a page that says so. A POST that does not come from this origin (its Origin header, else Sec-Fetch-Site: same-origin, as for every cookie-authenticated write) is 403 and spends nothing: only the link's own page signs in, so another site cannot sign a visitor into its own account.",
+    metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'verifySignIn' }),
+  },
+}, { pathPrefix: '/v1/auth', commonResponses: pageErrors });
+
+const devicePageRoutes = c.router({
   device: {
     method: 'GET',
-    path: '/v1/auth/device',
+    path: '/device',
     responses: { 303: c.noBody(), 400: ErrorBody },
     summary: 'The device verification page',
     description:
       'Redirects (303) to the dashboard\'s device page (/dashboard/device), dropping any code in the address: there the signed-in person types the code their own terminal shows (signed out, they sign in first).',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Sign-in', operationId: 'deviceVerificationPage' }),
   },
-});
+}, { pathPrefix: '/v1/auth' });
+
+export const authContract = { ...signInRoutes, ...linkPageRoutes, ...devicePageRoutes };

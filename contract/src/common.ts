@@ -42,7 +42,10 @@ export type RouteMeta = {
 };
 export const meta = (m: RouteMeta) => m;
 
-/** Error statuses every authenticated management route can answer (503 DATABASE_UNAVAILABLE while the database is down). */
+/**
+ * Error statuses every API-key (or session) route can answer (503 DATABASE_UNAVAILABLE while the
+ * database is down): the `commonResponses` of those routers, so a route lists only its own.
+ */
 export const keyErrors = {
   400: ErrorBody,
   401: ErrorBody,
@@ -54,7 +57,7 @@ export const keyErrors = {
   503: ErrorBody,
 } as const;
 
-/** Error statuses every public route can answer (503 DATABASE_UNAVAILABLE while the database is down). */
+/** Error statuses every public route can answer (503 DATABASE_UNAVAILABLE while the database is down): the `commonResponses` of public routers. */
 export const publicErrors = {
   400: ErrorBody,
   404: ErrorBody,

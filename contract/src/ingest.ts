@@ -68,15 +68,15 @@ const ingestMeta = (operationId: string) => meta({ auth: 'key', scopes: ['ingest
 export const ingestContract = c.router({
   session: {
     method: 'POST',
-    path: '/v1/ingest/session',
+    path: '/session',
     body: z.object({ session: IngestSession }).strict(),
-    responses: { 200: z.object({ ok: z.literal(true), session_id: z.string(), persisted: z.boolean() }), ...keyErrors, 409: ErrorBody },
+    responses: { 200: z.object({ ok: z.literal(true), session_id: z.string(), persisted: z.boolean() }), 409: ErrorBody },
     summary: 'Upsert a self-hosted checkout session',
     metadata: ingestMeta('ingestSession'),
   },
   order: {
     method: 'POST',
-    path: '/v1/ingest/order',
+    path: '/order',
     body: z
       .object({
         session: IngestSession,
@@ -85,7 +85,7 @@ export const ingestContract = c.router({
         fulfillment: z.unknown().optional(),
       })
       .strict(),
-    responses: { 201: IngestOrderCreated, ...keyErrors, 409: ErrorBody },
+    responses: { 201: IngestOrderCreated, 409: ErrorBody },
     summary: 'Report an accepted, settled order (idempotent on session.id)',
     description:
       'One transaction: order and receipt rows (when anchored; the order says source: ingest), the reputation delta (at most once, counted only in this project\'s own view), order.accepted and order.settled. A receipt that is not a well-formed compact JWS is 400 RECEIPT_MALFORMED.',
@@ -93,7 +93,7 @@ export const ingestContract = c.router({
   },
   decision: {
     method: 'POST',
-    path: '/v1/ingest/decision',
+    path: '/decision',
     body: z.object({ session: IngestSession }).strict(),
     responses: {
       200: z.object({
@@ -103,10 +103,9 @@ export const ingestContract = c.router({
         reputation: RepSummary,
         replayed: z.literal(true).optional(),
       }),
-      ...keyErrors,
       409: ErrorBody,
     },
     summary: 'Report a reject or hold decision (order.rejected / order.held)',
     metadata: ingestMeta('ingestDecision'),
   },
-});
+}, { pathPrefix: '/v1/ingest', commonResponses: keyErrors });

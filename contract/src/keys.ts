@@ -53,18 +53,18 @@ const KeyIdParams = z.object({ id: idRef('key') });
 export const keysContract = c.router({
   list: {
     method: 'GET',
-    path: '/v1/keys',
+    path: '',
     query: ListQuery(20),
-    responses: { 200: listEnvelope(ApiKeyObject), ...keyErrors },
+    responses: { 200: listEnvelope(ApiKeyObject) },
     summary: 'List API keys, newest first',
     description: "The project's keys in the caller's mode, revoked and expired ones included. Secrets are never listed.",
     metadata: meta({ auth: 'key', scopes: ['keys:read'], tag: 'Keys', operationId: 'listKeys' }),
   },
   create: {
     method: 'POST',
-    path: '/v1/keys',
+    path: '',
     body: CreateKeyBody,
-    responses: { 201: ApiKeyWithSecret, ...keyErrors },
+    responses: { 201: ApiKeyWithSecret },
     summary: 'Create an API key (the secret is shown once)',
     description:
       'A key can mint keys of its own mode with a subset of its own scopes (restricted keys); a test key never mints a live key (403 KEY_MODE_FORBIDDEN).',
@@ -72,10 +72,10 @@ export const keysContract = c.router({
   },
   roll: {
     method: 'POST',
-    path: '/v1/keys/:id/roll',
+    path: '/:id/roll',
     pathParams: KeyIdParams,
     body: RollKeyBody,
-    responses: { 200: ApiKeyWithSecret, ...keyErrors, 409: ErrorBody },
+    responses: { 200: ApiKeyWithSecret, 409: ErrorBody },
     summary: 'Roll an API key: a new secret, the old one valid for a grace period',
     description:
       'The new key has the same name, mode and scopes. The caller must hold every scope of the key it rolls. A revoked or already rolled key is 409 KEY_NOT_ACTIVE.',
@@ -83,12 +83,12 @@ export const keysContract = c.router({
   },
   revoke: {
     method: 'DELETE',
-    path: '/v1/keys/:id',
+    path: '/:id',
     pathParams: KeyIdParams,
     body: c.noBody(),
-    responses: { 200: ApiKeyObject, ...keyErrors },
+    responses: { 200: ApiKeyObject },
     summary: 'Revoke an API key now',
     description: 'Idempotent: revoking a revoked key returns it unchanged. A key may revoke itself.',
     metadata: meta({ auth: 'key', scopes: ['keys:write'], tag: 'Keys', operationId: 'revokeKey' }),
   },
-});
+}, { pathPrefix: '/v1/keys', commonResponses: keyErrors });

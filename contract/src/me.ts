@@ -25,12 +25,12 @@ export const Me = z.object({
 export const meContract = c.router({
   get: {
     method: 'GET',
-    path: '/v1/me',
-    responses: { 200: Me, ...keyErrors },
+    path: '',
+    responses: { 200: Me },
     summary: 'Resolve the caller: the API key (or the signed-in member), mode and project',
     metadata: meta({ auth: 'key', scopes: [], tag: 'Identity', operationId: 'getMe' }),
   },
-});
+}, { pathPrefix: '/v1/me', commonResponses: keyErrors });
 
 export const HealthOk = z.object({ ok: z.literal(true) });
 export const healthContract = c.router({

@@ -141,12 +141,12 @@ export type UpdateMerchantBody = z.infer<typeof UpdateMerchantBody>;
 
 const MerchantIdParams = z.object({ id: idRef('mrch') });
 
-export const merchantsContract = c.router({
+const merchantRoutes = c.router({
   create: {
     method: 'POST',
-    path: '/v1/merchants',
+    path: '',
     body: CreateMerchantBody,
-    responses: { 201: Merchant, ...keyErrors, 409: ErrorBody },
+    responses: { 201: Merchant, 409: ErrorBody },
     summary: 'Create a merchant',
     description:
       'Creates a merchant in the key\'s mode and mints its Ed25519 receipt key. The first merchant of a project in a mode becomes its default. A slug belongs to one project: 409 MERCHANT_SLUG_TAKEN when this mode already has a merchant with it or another project uses it (in either mode). The domain starts unverified (see POST /v1/merchants/{id}/domain/verify).',
@@ -154,48 +154,54 @@ export const merchantsContract = c.router({
   },
   list: {
     method: 'GET',
-    path: '/v1/merchants',
+    path: '',
     query: ListQuery(20),
-    responses: { 200: listEnvelope(Merchant), ...keyErrors },
+    responses: { 200: listEnvelope(Merchant) },
     summary: 'List merchants, newest first',
     metadata: meta({ auth: 'key', scopes: ['merchants:read'], tag: 'Merchants', operationId: 'listMerchants' }),
   },
   get: {
     method: 'GET',
-    path: '/v1/merchants/:id',
+    path: '/:id',
     pathParams: MerchantIdParams,
-    responses: { 200: Merchant, ...keyErrors },
+    responses: { 200: Merchant },
     summary: 'Retrieve a merchant',
     metadata: meta({ auth: 'key', scopes: ['merchants:read'], tag: 'Merchants', operationId: 'getMerchant' }),
   },
   update: {
     method: 'PATCH',
-    path: '/v1/merchants/:id',
+    path: '/:id',
     pathParams: MerchantIdParams,
     body: UpdateMerchantBody,
-    responses: { 200: Merchant, ...keyErrors },
+    responses: { 200: Merchant },
     summary: 'Update a merchant',
     description: 'Only present fields change. slug, livemode and the receipt key cannot be changed. A new `domain` is unverified until verified again.',
     metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Merchants', operationId: 'updateMerchant' }),
   },
   verifyDomain: {
     method: 'POST',
-    path: '/v1/merchants/:id/domain/verify',
+    path: '/:id/domain/verify',
     pathParams: MerchantIdParams,
     body: c.noBody(),
-    responses: { 200: Merchant, ...keyErrors, 409: ErrorBody, 422: ErrorBody },
+    responses: { 200: Merchant, 409: ErrorBody, 422: ErrorBody },
     summary: 'Verify the merchant\'s domain',
     description:
       'Looks for this merchant\'s proof (`domain_verification`): the DNS TXT record, else the https file (fetched through the outbound URL guard, 5 s, no redirects). Found: `domain_status` becomes `verified` and agents reach the merchant at its domain. 422 DOMAIN_VERIFICATION_FAILED when neither proof is found; 409 MERCHANT_DOMAIN_TAKEN when another project verified that domain first. Already verified: answers the merchant as it is.',
     metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Merchants', operationId: 'verifyMerchantDomain' }),
   },
+}, { pathPrefix: '/v1/merchants', commonResponses: keyErrors });
+
+/** Public: whoever holds a receipt reads the key set that signed it, by the merchant's id, without a key. */
+const merchantPublicRoutes = c.router({
   jwks: {
     method: 'GET',
-    path: '/v1/merchants/:id/jwks',
+    path: '/:id/jwks',
     pathParams: MerchantIdParams,
-    responses: { 200: Jwks, ...publicErrors },
+    responses: { 200: Jwks },
     summary: 'The merchant\'s receipt public key set',
     description: 'Public, resolved by id in either mode. Cache-Control: public, max-age=300.',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Merchants', operationId: 'getMerchantJwks' }),
   },
-});
+}, { pathPrefix: '/v1/merchants', commonResponses: publicErrors });
+
+export const merchantsContract = { ...merchantRoutes, ...merchantPublicRoutes };

@@ -105,9 +105,9 @@ export const ordersContract = c.router({
   // Declared before any /v1/orders/:id route could be, so "summary" is never read as an id.
   summary: {
     method: 'GET',
-    path: '/v1/orders/summary',
+    path: '/summary',
     query: z.object({ merchant_id: idRef('mrch').optional(), tz: TimeZoneName.optional().describe('IANA time zone name for the day boundaries, e.g. Europe/Paris; default UTC.') }).strict(),
-    responses: { 200: OrdersSummary, ...keyErrors },
+    responses: { 200: OrdersSummary },
     summary: 'Sales at a glance: today, the last 7 and 14 days, holds waiting, failing webhook endpoints',
     description:
       'Scoped to the key\'s project and mode (and to one merchant with merchant_id; failing_endpoints is always the whole project\'s, endpoints belong to the project). Days are calendar days in tz. Volumes are exact decimal strings summed by the database.',
@@ -115,27 +115,27 @@ export const ordersContract = c.router({
   },
   list: {
     method: 'GET',
-    path: '/v1/orders',
+    path: '',
     query: OrderListQuery,
-    responses: { 200: listEnvelope(Order), ...keyErrors },
+    responses: { 200: listEnvelope(Order) },
     summary: 'The order feed, newest first',
     description: 'Filters combine. next_cursor continues the same filtered feed: send it with the same filters.',
     metadata: meta({ auth: 'key', scopes: ['orders:read'], tag: 'Orders', operationId: 'listOrders' }),
   },
-});
+}, { pathPrefix: '/v1/orders', commonResponses: keyErrors });
 
 export const sessionsContract = c.router({
   get: {
     method: 'GET',
-    path: '/v1/sessions/:id',
+    path: '/:id',
     pathParams: SessionParams,
-    responses: { 200: SessionView, ...keyErrors },
+    responses: { 200: SessionView },
     summary: 'Read a checkout session (the hosted review of a held session)',
     metadata: meta({ auth: 'key', scopes: ['orders:read'], tag: 'Orders', operationId: 'getSession' }),
   },
   approve: {
     method: 'POST',
-    path: '/v1/sessions/:id/approve',
+    path: '/:id/approve',
     pathParams: SessionParams,
     body: c.noBody(),
     responses: {
@@ -149,21 +149,19 @@ export const sessionsContract = c.router({
           error_human: z.string(),
         })
         .describe('settlement_pending: the transfer is sent, the order follows when it confirms; awaiting_reauthorization: the held authorization expired, the agent is asked to sign a fresh one (the gate does not hold it again).'),
-      ...keyErrors,
       402: ErrorBody,
       409: ErrorBody,
-      503: ErrorBody,
     },
     summary: 'Approve a held session: runs capture and issues the receipt',
     metadata: meta({ auth: 'key', scopes: ['orders:write'], tag: 'Orders', operationId: 'approveSession' }),
   },
   decline: {
     method: 'POST',
-    path: '/v1/sessions/:id/decline',
+    path: '/:id/decline',
     pathParams: SessionParams,
     body: c.noBody(),
-    responses: { 200: z.object({ status: z.literal('rejected'), session_id: z.string(), order_id: z.string().nullable() }), ...keyErrors, 409: ErrorBody },
+    responses: { 200: z.object({ status: z.literal('rejected'), session_id: z.string(), order_id: z.string().nullable() }), 409: ErrorBody },
     summary: 'Decline a held session',
     metadata: meta({ auth: 'key', scopes: ['orders:write'], tag: 'Orders', operationId: 'declineSession' }),
   },
-});
+}, { pathPrefix: '/v1/sessions', commonResponses: keyErrors });

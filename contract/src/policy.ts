@@ -155,56 +155,52 @@ export const PublishConflict = z.object({
 export const policyContract = c.router({
   get: {
     method: 'GET',
-    path: '/v1/policy',
+    path: '/policy',
     query: MerchantIdQuery,
-    responses: { 200: z.union([ActivePolicy, NoActivePolicy]), ...keyErrors },
+    responses: { 200: z.union([ActivePolicy, NoActivePolicy]) },
     summary: 'The active policy version',
     metadata: meta({ auth: 'key', scopes: ['policy:read'], tag: 'Policy', operationId: 'getPolicy' }),
   },
   versions: {
     method: 'GET',
-    path: '/v1/policy/versions',
+    path: '/policy/versions',
     query: ListQuery(20).merge(MerchantIdQuery).strict(),
-    responses: { 200: listEnvelope(StoredPolicyVersion), ...keyErrors },
+    responses: { 200: listEnvelope(StoredPolicyVersion) },
     summary: 'Every stored policy version, newest first',
     description: 'Newest (highest version) first, active or not, so two versions can be compared. next_cursor is the id of the last version of the page.',
     metadata: meta({ auth: 'key', scopes: ['policy:read'], tag: 'Policy', operationId: 'listPolicyVersions' }),
   },
   put: {
     method: 'PUT',
-    path: '/v1/policy',
+    path: '/policy',
     query: MerchantIdQuery,
     body: PutPolicyBody,
-    responses: {
-      201: z.object({ id: z.string(), version: z.number().int(), hash: z.string(), active: z.literal(false) }),
-      ...keyErrors,
-    },
+    responses: { 201: z.object({ id: z.string(), version: z.number().int(), hash: z.string(), active: z.literal(false) }) },
     summary: 'Store a new, inactive policy version',
     description: 'Versions are immutable; the next version is max(version)+1. It takes effect on publish.',
     metadata: meta({ auth: 'key', scopes: ['policy:write'], tag: 'Policy', operationId: 'putPolicy' }),
   },
   validate: {
     method: 'POST',
-    path: '/v1/validate',
+    path: '/validate',
     query: MerchantIdQuery,
     body: c.noBody(),
-    responses: { 200: z.object({ ok: z.boolean(), findings: z.array(Finding) }), ...keyErrors },
+    responses: { 200: z.object({ ok: z.boolean(), findings: z.array(Finding) }) },
     summary: 'Validate the draft configuration (no side effects)',
     metadata: meta({ auth: 'key', scopes: ['merchants:read'], tag: 'Policy', operationId: 'validateConfig' }),
   },
   publish: {
     method: 'POST',
-    path: '/v1/publish',
+    path: '/publish',
     query: MerchantIdQuery,
     body: c.noBody(),
     responses: {
       200: z.object({ published: z.literal(true), ok: z.literal(true), active_policy_version: z.number().int() }),
-      ...keyErrors,
       422: PublishConflict,
     },
     summary: 'Validate and publish the draft: activates the newest policy version',
     metadata: meta({ auth: 'key', scopes: ['merchants:write'], tag: 'Policy', operationId: 'publishConfig' }),
   },
-});
+}, { pathPrefix: '/v1', commonResponses: keyErrors });
 
 export { ErrorBody };

@@ -148,12 +148,12 @@ const EventParams = z.object({ id: idRef('evt') });
 const writeMeta = (operationId: string) => meta({ auth: 'key', scopes: ['webhooks:write'], tag: 'Webhooks', operationId });
 const readMeta = (operationId: string) => meta({ auth: 'key', scopes: ['webhooks:read'], tag: 'Webhooks', operationId });
 
-export const webhooksContract = c.router({
+const endpointRoutes = c.router({
   createEndpoint: {
     method: 'POST',
-    path: '/v1/webhooks/endpoints',
+    path: '',
     body: CreateWebhookEndpointBody,
-    responses: { 201: WebhookEndpointWithSecret, ...keyErrors, 422: ErrorBody },
+    responses: { 201: WebhookEndpointWithSecret, 422: ErrorBody },
     summary: 'Register a webhook endpoint',
     description:
       'Scoped to the key\'s project and mode. The response carries the whsec_ signing secret, shown this once. Status starts pending and becomes enabled on the first 2xx.',
@@ -161,91 +161,97 @@ export const webhooksContract = c.router({
   },
   listEndpoints: {
     method: 'GET',
-    path: '/v1/webhooks/endpoints',
+    path: '',
     query: ListQuery(20),
-    responses: { 200: listEnvelope(WebhookEndpoint), ...keyErrors },
+    responses: { 200: listEnvelope(WebhookEndpoint) },
     summary: 'List webhook endpoints, newest first',
     metadata: readMeta('listWebhookEndpoints'),
   },
   getEndpoint: {
     method: 'GET',
-    path: '/v1/webhooks/endpoints/:id',
+    path: '/:id',
     pathParams: EndpointParams,
-    responses: { 200: WebhookEndpoint, ...keyErrors },
+    responses: { 200: WebhookEndpoint },
     summary: 'Retrieve a webhook endpoint',
     metadata: readMeta('getWebhookEndpoint'),
   },
   updateEndpoint: {
     method: 'PATCH',
-    path: '/v1/webhooks/endpoints/:id',
+    path: '/:id',
     pathParams: EndpointParams,
     body: UpdateWebhookEndpointBody,
-    responses: { 200: WebhookEndpoint, ...keyErrors },
+    responses: { 200: WebhookEndpoint },
     summary: 'Update a webhook endpoint; only present fields change',
     description: 'disabled: true stops deliveries; disabled: false re-enables (enabled if it ever succeeded, else pending). A new url resets an active endpoint to pending.',
     metadata: writeMeta('updateWebhookEndpoint'),
   },
   deleteEndpoint: {
     method: 'DELETE',
-    path: '/v1/webhooks/endpoints/:id',
+    path: '/:id',
     pathParams: EndpointParams,
     body: c.noBody(),
-    responses: { 204: c.noBody(), ...keyErrors },
+    responses: { 204: c.noBody() },
     summary: 'Delete a webhook endpoint; its pending deliveries are canceled',
     metadata: writeMeta('deleteWebhookEndpoint'),
   },
   rotateSecret: {
     method: 'POST',
-    path: '/v1/webhooks/endpoints/:id/rotate-secret',
+    path: '/:id/rotate-secret',
     pathParams: EndpointParams,
     body: c.noBody(),
-    responses: { 200: WebhookEndpointWithSecret, ...keyErrors },
+    responses: { 200: WebhookEndpointWithSecret },
     summary: 'Roll the signing secret',
     description: 'Returns the new secret once. For 24 h deliveries carry two v1 signatures, one per secret.',
     metadata: writeMeta('rotateWebhookSecret'),
   },
   sendTestEvent: {
     method: 'POST',
-    path: '/v1/webhooks/endpoints/:id/test',
+    path: '/:id/test',
     pathParams: EndpointParams,
     body: c.noBody(),
-    responses: { 200: ReplayResult, ...keyErrors, 409: ErrorBody },
+    responses: { 200: ReplayResult, 409: ErrorBody },
     summary: 'Send a test event to this endpoint only',
     description:
       'Records a webhook_endpoint.test event (data.object: {id, object: "webhook_endpoint", url}) and queues one signed delivery to this endpoint, whatever its enabled_events, through the normal queue and retries. Never an order event and never sent to another endpoint; it is listed by GET /v1/events. A disabled endpoint is 409 WEBHOOK_ENDPOINT_DISABLED.',
     metadata: writeMeta('sendWebhookTestEvent'),
   },
+}, { pathPrefix: '/v1/webhooks/endpoints', commonResponses: keyErrors });
+
+const eventRoutes = c.router({
   listEvents: {
     method: 'GET',
-    path: '/v1/events',
+    path: '',
     query: ListQuery(20)
       .extend({
         type: WebhookEventType.optional(),
         order_id: prefixedId('ord').optional().describe('Only the events of this order (data.object.id).'),
       })
       .strict(),
-    responses: { 200: listEnvelope(WebhookEvent), ...keyErrors },
+    responses: { 200: listEnvelope(WebhookEvent) },
     summary: 'List events, newest first',
     description: 'Every event of the key\'s project and mode, whether or not an endpoint received it. Filters combine.',
     metadata: readMeta('listEvents'),
   },
   getEvent: {
     method: 'GET',
-    path: '/v1/events/:id',
+    path: '/:id',
     pathParams: EventParams,
-    responses: { 200: WebhookEventDetail, ...keyErrors },
+    responses: { 200: WebhookEventDetail },
     summary: 'Retrieve an event with its deliveries and their attempts',
     metadata: readMeta('getEvent'),
   },
   replayEvent: {
     method: 'POST',
-    path: '/v1/events/:id/replay',
+    path: '/:id/replay',
     pathParams: EventParams,
     body: c.noBody(),
-    responses: { 200: ReplayResult, ...keyErrors },
+    responses: { 200: ReplayResult },
     summary: 'Deliver an event again',
     description:
       'Enqueues a new delivery of the same bytes to every endpoint that currently matches it (not disabled, same mode, enabled_events matches). A webhook_endpoint.test event goes again to the endpoint it tested only.',
     metadata: writeMeta('replayEvent'),
   },
-});
+}, { pathPrefix: '/v1/events', commonResponses: keyErrors });
+
+/** Webhook endpoints and the events they are sent. */
+export const webhooksContract = { ...endpointRoutes, ...eventRoutes };

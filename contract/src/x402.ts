@@ -88,7 +88,7 @@ export const X402ResourceQuery = z
 export const x402Contract = c.router({
   resource: {
     method: 'GET',
-    path: '/m/:merchant/x402/:sku',
+    path: '/x402/:sku',
     pathParams: ResourceRef,
     query: X402ResourceQuery,
     headers: X402RequestHeaders.extend({
@@ -98,7 +98,6 @@ export const x402Contract = c.router({
       200: X402Purchase,
       202: X402Deferred,
       402: X402Challenge,
-      ...publicErrors,
       409: ErrorBody,
       410: ErrorBody,
       422: ErrorBody,
@@ -112,4 +111,4 @@ export const x402Contract = c.router({
       '402: unpaid, or the payment was refused (verification, settlement or the merchant gate): PAYMENT-REQUIRED header (v2) and the v1 body.',
     metadata: meta({ auth: 'public', scopes: [], tag: 'Agent', operationId: 'buyWithX402' }),
   },
-});
+}, { pathPrefix: '/m/:merchant', commonResponses: publicErrors });

@@ -7,14 +7,14 @@ import { MantineProvider } from '@mantine/core';
 import { Notifications } from '@mantine/notifications';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { BrowserRouter } from 'react-router';
-import { ApiError } from './api';
+import { SvcApiError } from '@svc/sdk/errors';
 import { App } from './App';
 
 const queries = new QueryClient({
   defaultOptions: {
     queries: {
       // a 4xx will not change by asking again
-      retry: (count, err) => !(err instanceof ApiError && err.status >= 400 && err.status < 500) && count < 2,
+      retry: (count, err) => !(err instanceof SvcApiError && err.status >= 400 && err.status < 500) && count < 2,
       refetchOnWindowFocus: false,
     },
   },

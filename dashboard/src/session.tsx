@@ -1,6 +1,7 @@
 import { createContext, useContext, useMemo, type ReactNode } from 'react';
 import { useQuery } from '@tanstack/react-query';
-import type { Mode } from '@svc/contract';
+import type { MerchantIdQuery, Mode } from '@svc/contract';
+import type { z } from 'zod';
 import { apiClient, ok, type Api } from './api';
 
 type Merchant = Awaited<ReturnType<typeof listMerchants>>[number];
@@ -20,7 +21,7 @@ export type Workspace = {
   /** Query keys are prefixed with the mode, so one mode's data is never shown in the other. */
   key: (...parts: unknown[]) => unknown[];
   /** `{ merchant_id }` for merchant-scoped calls. */
-  mq: { merchant_id?: string };
+  mq: z.input<typeof MerchantIdQuery>;
   /** A path inside this mode: `to('orders')` → `/test/orders`. */
   to: (path: string) => string;
 };

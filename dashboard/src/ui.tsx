@@ -3,6 +3,7 @@ import { Alert, Anchor, Button, Center, Group, Loader, Modal, Stack, Table, Text
 import { notifications } from '@mantine/notifications';
 import { useMutation, useQueryClient, type UseQueryResult } from '@tanstack/react-query';
 import { Link } from 'react-router';
+import type { Total } from '@svc/contract';
 import { errorText } from './api';
 
 export function Page({ title, actions, children }: { title: string; actions?: ReactNode; children: ReactNode }) {
@@ -94,8 +95,8 @@ export function Confirm({
   );
 }
 
-/** An order or session total (`total` of the contract's Total), or a price. */
-export const money = (t: { total: string; currency: string } | { amount: string; currency: string } | null | undefined) => (t ? `${'total' in t ? t.total : t.amount} ${t.currency}` : '—');
+/** An order or session total (the contract's Total). */
+export const money = (t: Pick<Total, 'total' | 'currency'> | null | undefined) => (t ? `${t.total} ${t.currency}` : '—');
 export const when = (iso: string | number | null | undefined) => {
   if (iso === null || iso === undefined) return '—';
   const d = typeof iso === 'number' ? new Date(iso * 1000) : new Date(iso);

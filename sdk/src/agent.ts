@@ -1,5 +1,17 @@
 import { initClient, type ClientInferResponseBody } from '@ts-rest/core';
-import { CHAINS, contract, humanOf, TRANSFER_WITH_AUTHORIZATION_TYPES, type ChainName, Manifest, reasonCodes as knownReasonCodes, type CatalogItem, type PaymentRequired, type ReasonCode } from '@svc/contract';
+import {
+  CHAINS,
+  contract,
+  humanOf,
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+  type ChainName,
+  Manifest,
+  reasonCodes as knownReasonCodes,
+  type CatalogItem,
+  type PaymentRequired,
+  type ReasonCode,
+  type X402Authorization as WireAuthorization,
+} from '@svc/contract';
 import type { Address, Hex, JsonRpcAccount, LocalAccount, WalletClient } from 'viem';
 import type { JWK } from 'jose';
 import { SvcApiError, SvcError } from './errors.js';
@@ -114,9 +126,10 @@ export type TransferTypedData = {
   primaryType: 'TransferWithAuthorization';
   message: { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
 };
-/** The settle body `paymentFor` builds: an x402-exact payment, or `{mock: true}` on the mock rail. */
+/** The settle body `paymentFor` builds: an x402-exact payment, or `{mock: true}` on the mock rail (a SettleRequest). */
 export type SignedPayment = { payment: { scheme: 'x402-exact'; authorization: X402Authorization; signature: Hex } | { mock: true } };
-export type X402Authorization = { from: string; to: string; value: string; validAfter: number; validBefore: number; nonce: string };
+/** The contract's X402Authorization as this SDK signs it: unix seconds as integers (the wire also takes decimal strings). */
+export type X402Authorization = { [K in keyof WireAuthorization]: K extends 'validAfter' | 'validBefore' ? number : WireAuthorization[K] };
 
 function randomNonce(): Hex {
   const bytes = globalThis.crypto.getRandomValues(new Uint8Array(32));

@@ -1,4 +1,5 @@
 import type { Finding, ReasonCode } from '@svc/contract';
+import type { SuccessfulHttpStatusCode } from '@ts-rest/core';
 
 /** A registered reason code, or a code this SDK version does not know yet. */
 export type ReasonCodeString = ReasonCode | (string & {});
@@ -128,4 +129,16 @@ export function parseRetryAfterMs(value: string | null | undefined, now: number 
   const at = Date.parse(v);
   if (Number.isNaN(at)) return null;
   return Math.max(0, at - now);
+}
+
+type AnyResponse = { status: number; body: unknown; headers?: Headers };
+type SuccessOf<T extends AnyResponse> = Extract<T, { status: SuccessfulHttpStatusCode }>['body'];
+
+/**
+ * Returns the success body of a ts-rest client response, or throws the typed SvcApiError: the
+ * one way from a response to an error, for the SDK's clients and the dashboard alike.
+ */
+export function unwrap<T extends AnyResponse>(res: T): SuccessOf<T> {
+  if (res.status >= 200 && res.status < 300) return res.body as SuccessOf<T>;
+  throw SvcApiError.fromResponse(res.status, res.body, res.headers ?? null);
 }

@@ -1,13 +1,11 @@
-import { initClient, type AppRoute } from '@ts-rest/core';
-import { contract } from '@svc/contract';
-import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, pathParam, tsRestFetcher, type FetchLike, type RequestOptions, type TransportConfig } from './http.js';
-import { ListIterator } from './pagination.js';
-import { unwrap, type RouteBody, type RouteQuery, type SuccessBody } from './types.js';
+import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, type FetchLike, type TransportConfig } from './http.js';
+import { buildRawClient, listMethod, method, resource, type RawClient } from './resource.js';
 
 export { verifyWebhook } from './webhooks.js';
 export * from './errors.js';
 export { ListIterator, type Page } from './pagination.js';
 export type { RequestOptions, FetchLike } from './http.js';
+export type { RawClient } from './resource.js';
 export type {
   Merchant,
   CatalogItem,
@@ -29,9 +27,6 @@ export type {
 export { POLICY_PRESETS } from '@svc/contract';
 export type { VerifyWebhookOptions, VerifyWebhookReason, VerifyWebhookResult } from './webhooks.js';
 
-type C = typeof contract;
-type Item<P> = P extends { data: Array<infer T> } ? T : never;
-
 export type MerchantClientOptions = {
   /** `svc_test_...` or `svc_live_...`: the key decides the mode (`livemode`). */
   apiKey: string;
@@ -45,210 +40,107 @@ export type MerchantClientOptions = {
   fetch?: FetchLike | undefined;
 };
 
-/** `merchant_id` scoping of the merchant-level routes, plus the per-call controls. */
-type Scoped<R extends AppRoute> = RequestOptions & RouteQuery<R>;
+// Each namespace is a table of contract operations: sdk/src/resource.ts turns a route's path
+// parameters, body and query into the method's arguments. A list method is iterated (every
+// page) or `.page()`d; a merchant-level method takes `merchant_id` in its options.
 
-function buildRaw(config: TransportConfig, baseUrl: string) {
-  return initClient(contract, { baseUrl, baseHeaders: {}, api: tsRestFetcher(config), jsonQuery: false });
-}
-/** The typed ts-rest client over the whole contract, with this client's auth, retries and timeouts. */
-export type RawClient = ReturnType<typeof buildRaw>;
-
-function splitScoped<Q extends object>(opts: (RequestOptions & Q) | undefined): { query: Q; svc: RequestOptions } {
-  const { idempotencyKey, signal, timeoutMs, maxRetries, ...query } = opts ?? ({} as RequestOptions & Q);
-  return { query: query as unknown as Q, svc: { idempotencyKey, signal, timeoutMs, maxRetries } };
-}
-
-export class MerchantsResource {
-  constructor(private readonly raw: RawClient) {}
+export const MerchantsResource = resource({
   /** POST /v1/merchants: creates a merchant in the key's mode and mints its receipt key. */
-  async create(body: RouteBody<C['merchants']['create']>, options?: RequestOptions): Promise<SuccessBody<C['merchants']['create']>> {
-    return unwrap(await this.raw.merchants.create({ body, svc: options }));
-  }
+  create: method('merchants.create'),
   /** GET /v1/merchants, newest first: iterate it, or `.page()` for one page. */
-  list(query: RouteQuery<C['merchants']['list']> = {}, options?: RequestOptions) {
-    type P = SuccessBody<C['merchants']['list']>;
-    return new ListIterator<Item<P>, P>(
-      async (cursor) => unwrap(await this.raw.merchants.list({ query: { ...query, cursor }, svc: options })),
-      query.cursor,
-    );
-  }
-  async get(id: string, options?: RequestOptions): Promise<SuccessBody<C['merchants']['get']>> {
-    return unwrap(await this.raw.merchants.get({ params: { id: pathParam('id', id) }, svc: options }));
-  }
+  list: listMethod('merchants.list'),
+  get: method('merchants.get'),
   /** PATCH /v1/merchants/{id}: only the fields present change. */
-  async update(id: string, body: RouteBody<C['merchants']['update']>, options?: RequestOptions): Promise<SuccessBody<C['merchants']['update']>> {
-    return unwrap(await this.raw.merchants.update({ params: { id: pathParam('id', id) }, body, svc: options }));
-  }
+  update: method('merchants.update'),
   /**
    * POST /v1/merchants/{id}/domain/verify: after publishing the proof in `domain_verification`
    * (a DNS TXT record or an https file), marks the domain verified so agents reach the merchant
    * at it. Throws DOMAIN_VERIFICATION_FAILED (422) when no proof is found, MERCHANT_DOMAIN_TAKEN
    * (409) when another project verified the domain first.
    */
-  async verifyDomain(id: string, options?: RequestOptions): Promise<SuccessBody<C['merchants']['verifyDomain']>> {
-    return unwrap(await this.raw.merchants.verifyDomain({ params: { id: pathParam('id', id) }, svc: options }));
-  }
+  verifyDomain: method('merchants.verifyDomain'),
   /** The merchant's public receipt key set (public route). */
-  async jwks(id: string, options?: RequestOptions): Promise<SuccessBody<C['merchants']['jwks']>> {
-    return unwrap(await this.raw.merchants.jwks({ params: { id: pathParam('id', id) }, svc: options }));
-  }
-}
+  jwks: method('merchants.jwks'),
+});
+export type MerchantsResource = InstanceType<typeof MerchantsResource>;
 
-export class CatalogResource {
-  constructor(private readonly raw: RawClient) {}
+export const CatalogResource = resource({
   /** GET /v1/catalog, ordered by category then name. */
-  async list(options?: Scoped<C['catalog']['list']>): Promise<SuccessBody<C['catalog']['list']>> {
-    const { query, svc } = splitScoped(options);
-    return unwrap(await this.raw.catalog.list({ query, svc }));
-  }
-  async create(body: RouteBody<C['catalog']['create']>, options?: Scoped<C['catalog']['create']>): Promise<SuccessBody<C['catalog']['create']>> {
-    const { query, svc } = splitScoped(options);
-    return unwrap(await this.raw.catalog.create({ body, query, svc }));
-  }
-  async update(
-    sku: string,
-    body: RouteBody<C['catalog']['update']>,
-    options?: Scoped<C['catalog']['update']>,
-  ): Promise<SuccessBody<C['catalog']['update']>> {
-    const { query, svc } = splitScoped(options);
-    return unwrap(await this.raw.catalog.update({ params: { sku: pathParam('sku', sku) }, body, query, svc }));
-  }
+  list: method('catalog.list'),
+  create: method('catalog.create'),
+  update: method('catalog.update'),
   /** Retires the item (available=false); orders and receipts keep their reference. */
-  async remove(sku: string, options?: Scoped<C['catalog']['remove']>): Promise<void> {
-    const { query, svc } = splitScoped(options);
-    unwrap(await this.raw.catalog.remove({ params: { sku: pathParam('sku', sku) }, query, svc }));
-  }
-}
+  remove: method('catalog.remove'),
+});
+export type CatalogResource = InstanceType<typeof CatalogResource>;
 
-export class ReceivingResource {
-  constructor(private readonly raw: RawClient) {}
-  async get(options?: Scoped<C['receiving']['get']>): Promise<SuccessBody<C['receiving']['get']>> {
-    const { query, svc } = splitScoped(options);
-    return unwrap(await this.raw.receiving.get({ query, svc }));
-  }
+export const ReceivingResource = resource({
+  get: method('receiving.get'),
   /** PUT /v1/receiving: replaces the whole receiving configuration. */
-  async put(body: RouteBody<C['receiving']['put']>, options?: Scoped<C['receiving']['put']>): Promise<SuccessBody<C['receiving']['put']>> {
-    const { query, svc } = splitScoped(options);
-    return unwrap(await this.raw.receiving.put({ body, query, svc }));
-  }
-}
+  put: method('receiving.put'),
+});
+export type ReceivingResource = InstanceType<typeof ReceivingResource>;
 
-export class PolicyResource {
-  constructor(private readonly raw: RawClient) {}
+export const PolicyResource = resource({
   /** The active version, or `{active: null, version: 0, ...}` when none is published. */
-  async get(options?: Scoped<C['policy']['get']>): Promise<SuccessBody<C['policy']['get']>> {
-    const { query, svc } = splitScoped(options);
-    return unwrap(await this.raw.policy.get({ query, svc }));
-  }
+  get: method('policy.get'),
   /** GET /v1/policy/versions: every stored version, newest first, active or not (to compare two). */
-  versions(options?: Scoped<C['policy']['versions']>) {
-    type P = SuccessBody<C['policy']['versions']>;
-    const { query, svc } = splitScoped(options);
-    return new ListIterator<Item<P>, P>(async (cursor) => unwrap(await this.raw.policy.versions({ query: { ...query, cursor }, svc })), query.cursor);
-  }
+  versions: listMethod('policy.versions', { query: 'options' }),
   /** Stores a new inactive version; `publish()` makes it active. */
-  async put(body: RouteBody<C['policy']['put']>, options?: Scoped<C['policy']['put']>): Promise<SuccessBody<C['policy']['put']>> {
-    const { query, svc } = splitScoped(options);
-    return unwrap(await this.raw.policy.put({ body, query, svc }));
-  }
+  put: method('policy.put'),
   /** Validates the draft (merchant, receiving, catalog, newest policy); no side effects. */
-  async validate(options?: Scoped<C['policy']['validate']>): Promise<SuccessBody<C['policy']['validate']>> {
-    const { query, svc } = splitScoped(options);
-    return unwrap(await this.raw.policy.validate({ query, svc }));
-  }
+  validate: method('policy.validate'),
   /** Validates and publishes; a refused draft throws SvcValidationError (422) with `findings`. */
-  async publish(options?: Scoped<C['policy']['publish']>): Promise<SuccessBody<C['policy']['publish']>> {
-    const { query, svc } = splitScoped(options);
-    return unwrap(await this.raw.policy.publish({ query, svc }));
-  }
-}
+  publish: method('policy.publish'),
+});
+export type PolicyResource = InstanceType<typeof PolicyResource>;
 
-export class OrdersResource {
-  constructor(private readonly raw: RawClient) {}
+export const OrdersResource = resource({
   /**
    * GET /v1/orders, newest first: iterate it, or `.page()` for one page. Filters (`decision`,
    * `agent_id`, `trust_tier`, `created_gte`, `created_lt`, `merchant_id`) combine and hold on every page.
    */
-  list(query: RouteQuery<C['orders']['list']> = {}, options?: RequestOptions) {
-    type P = SuccessBody<C['orders']['list']>;
-    return new ListIterator<Item<P>, P>(async (cursor) => unwrap(await this.raw.orders.list({ query: { ...query, cursor }, svc: options })), query.cursor);
-  }
+  list: listMethod('orders.list'),
   /** GET /v1/orders/summary: today, the last 7 and 14 days (calendar days in `tz`, default UTC), holds waiting, failing endpoints. */
-  async summary(options?: Scoped<C['orders']['summary']>): Promise<SuccessBody<C['orders']['summary']>> {
-    const { query, svc } = splitScoped(options);
-    return unwrap(await this.raw.orders.summary({ query, svc }));
-  }
-}
+  summary: method('orders.summary'),
+});
+export type OrdersResource = InstanceType<typeof OrdersResource>;
 
-export class SessionsResource {
-  constructor(private readonly raw: RawClient) {}
+export const SessionsResource = resource({
   /** A checkout session as the merchant sees it (the hosted review of a held session). */
-  async get(id: string, options?: RequestOptions): Promise<SuccessBody<C['sessions']['get']>> {
-    return unwrap(await this.raw.sessions.get({ params: { id: pathParam('id', id) }, svc: options }));
-  }
+  get: method('sessions.get'),
   /** Approves a held session: runs capture and issues the receipt. */
-  async approve(id: string, options?: RequestOptions): Promise<SuccessBody<C['sessions']['approve']>> {
-    return unwrap(await this.raw.sessions.approve({ params: { id: pathParam('id', id) }, svc: options }));
-  }
-  async decline(id: string, options?: RequestOptions): Promise<SuccessBody<C['sessions']['decline']>> {
-    return unwrap(await this.raw.sessions.decline({ params: { id: pathParam('id', id) }, svc: options }));
-  }
-}
+  approve: method('sessions.approve'),
+  decline: method('sessions.decline'),
+});
+export type SessionsResource = InstanceType<typeof SessionsResource>;
 
-type W = C['webhooks'];
-
-export class WebhookEndpointsResource {
-  constructor(private readonly raw: RawClient) {}
+export const WebhookEndpointsResource = resource({
   /** Registers an endpoint; the response carries the `whsec_` secret, shown this once. */
-  async create(body: RouteBody<W['createEndpoint']>, options?: RequestOptions): Promise<SuccessBody<W['createEndpoint']>> {
-    return unwrap(await this.raw.webhooks.createEndpoint({ body, svc: options }));
-  }
-  list(query: RouteQuery<W['listEndpoints']> = {}, options?: RequestOptions) {
-    type P = SuccessBody<W['listEndpoints']>;
-    return new ListIterator<Item<P>, P>(
-      async (cursor) => unwrap(await this.raw.webhooks.listEndpoints({ query: { ...query, cursor }, svc: options })),
-      query.cursor,
-    );
-  }
-  async get(id: string, options?: RequestOptions): Promise<SuccessBody<W['getEndpoint']>> {
-    return unwrap(await this.raw.webhooks.getEndpoint({ params: { id: pathParam('id', id) }, svc: options }));
-  }
-  async update(id: string, body: RouteBody<W['updateEndpoint']>, options?: RequestOptions): Promise<SuccessBody<W['updateEndpoint']>> {
-    return unwrap(await this.raw.webhooks.updateEndpoint({ params: { id: pathParam('id', id) }, body, svc: options }));
-  }
-  async delete(id: string, options?: RequestOptions): Promise<void> {
-    unwrap(await this.raw.webhooks.deleteEndpoint({ params: { id: pathParam('id', id) }, svc: options }));
-  }
+  create: method('webhooks.createEndpoint'),
+  list: listMethod('webhooks.listEndpoints'),
+  get: method('webhooks.getEndpoint'),
+  update: method('webhooks.updateEndpoint'),
+  delete: method('webhooks.deleteEndpoint'),
   /** Rolls the secret; the old one keeps signing beside the new one for 24 h. */
-  async rotateSecret(id: string, options?: RequestOptions): Promise<SuccessBody<W['rotateSecret']>> {
-    return unwrap(await this.raw.webhooks.rotateSecret({ params: { id: pathParam('id', id) }, svc: options }));
-  }
+  rotateSecret: method('webhooks.rotateSecret'),
   /**
    * Sends a `webhook_endpoint.test` event to this endpoint only (signed, through the normal
    * queue and retries); follow it with `events.get(event_id)`.
    */
-  async sendTestEvent(id: string, options?: RequestOptions): Promise<SuccessBody<W['sendTestEvent']>> {
-    return unwrap(await this.raw.webhooks.sendTestEvent({ params: { id: pathParam('id', id) }, svc: options }));
-  }
-}
+  sendTestEvent: method('webhooks.sendTestEvent'),
+});
+export type WebhookEndpointsResource = InstanceType<typeof WebhookEndpointsResource>;
 
-export class WebhookEventsResource {
-  constructor(private readonly raw: RawClient) {}
+export const WebhookEventsResource = resource({
   /** GET /v1/events, newest first; `type` and `order_id` (the events of one order) narrow it. */
-  list(query: RouteQuery<W['listEvents']> = {}, options?: RequestOptions) {
-    type P = SuccessBody<W['listEvents']>;
-    return new ListIterator<Item<P>, P>(async (cursor) => unwrap(await this.raw.webhooks.listEvents({ query: { ...query, cursor }, svc: options })), query.cursor);
-  }
+  list: listMethod('webhooks.listEvents'),
   /** The event with its deliveries and their attempts. */
-  async get(id: string, options?: RequestOptions): Promise<SuccessBody<W['getEvent']>> {
-    return unwrap(await this.raw.webhooks.getEvent({ params: { id: pathParam('id', id) }, svc: options }));
-  }
+  get: method('webhooks.getEvent'),
   /** Delivers the same bytes again to every endpoint that currently matches the event (a test event: to the endpoint it tested). */
-  async replay(id: string, options?: RequestOptions): Promise<SuccessBody<W['replayEvent']>> {
-    return unwrap(await this.raw.webhooks.replayEvent({ params: { id: pathParam('id', id) }, svc: options }));
-  }
-}
+  replay: method('webhooks.replayEvent'),
+});
+export type WebhookEventsResource = InstanceType<typeof WebhookEventsResource>;
 
 export class WebhooksResource {
   readonly endpoints: WebhookEndpointsResource;
@@ -260,58 +152,37 @@ export class WebhooksResource {
 }
 
 /** Reports from a self-hosted gate (idempotent on session.id). */
-export class IngestResource {
-  constructor(private readonly raw: RawClient) {}
-  async session(body: RouteBody<C['ingest']['session']>, options?: RequestOptions): Promise<SuccessBody<C['ingest']['session']>> {
-    return unwrap(await this.raw.ingest.session({ body, svc: options }));
-  }
-  async order(body: RouteBody<C['ingest']['order']>, options?: RequestOptions): Promise<SuccessBody<C['ingest']['order']>> {
-    return unwrap(await this.raw.ingest.order({ body, svc: options }));
-  }
-  async decision(body: RouteBody<C['ingest']['decision']>, options?: RequestOptions): Promise<SuccessBody<C['ingest']['decision']>> {
-    return unwrap(await this.raw.ingest.decision({ body, svc: options }));
-  }
-}
+export const IngestResource = resource({
+  session: method('ingest.session'),
+  order: method('ingest.order'),
+  decision: method('ingest.decision'),
+});
+export type IngestResource = InstanceType<typeof IngestResource>;
 
 /** Public reputation lookups: never 404; unknown ids read as the neutral default. */
-export class ReputationResource {
-  constructor(private readonly raw: RawClient) {}
-  async agent(agentId: string, options?: RequestOptions): Promise<SuccessBody<C['reputation']['agent']>> {
-    return unwrap(await this.raw.reputation.agent({ params: { agentId: pathParam('agentId', agentId) }, svc: options }));
-  }
-  async merchant(merchantId: string, options?: RequestOptions): Promise<SuccessBody<C['reputation']['merchant']>> {
-    return unwrap(await this.raw.reputation.merchant({ params: { merchantId: pathParam('merchantId', merchantId) }, svc: options }));
-  }
-}
+export const ReputationResource = resource({
+  agent: method('reputation.agent'),
+  merchant: method('reputation.merchant'),
+});
+export type ReputationResource = InstanceType<typeof ReputationResource>;
 
-export class MeResource {
-  constructor(private readonly raw: RawClient) {}
+export const MeResource = resource({
   /** Resolves the API key: its mode, scopes and project. */
-  async get(options?: RequestOptions): Promise<SuccessBody<C['me']['get']>> {
-    return unwrap(await this.raw.me.get({ svc: options }));
-  }
-}
+  get: method('me.get'),
+});
+export type MeResource = InstanceType<typeof MeResource>;
 
-export class KeysResource {
-  constructor(private readonly raw: RawClient) {}
+export const KeysResource = resource({
   /** GET /v1/keys: the project's keys in this key's mode, newest first (secrets never listed). */
-  list(query: RouteQuery<C['keys']['list']> = {}, options?: RequestOptions) {
-    type P = SuccessBody<C['keys']['list']>;
-    return new ListIterator<Item<P>, P>(async (cursor) => unwrap(await this.raw.keys.list({ query: { ...query, cursor }, svc: options })), query.cursor);
-  }
+  list: listMethod('keys.list'),
   /** Mints a key of this key's mode with a subset of its scopes; the `secret` is in this response only. */
-  async create(body: RouteBody<C['keys']['create']>, options?: RequestOptions): Promise<SuccessBody<C['keys']['create']>> {
-    return unwrap(await this.raw.keys.create({ body, svc: options }));
-  }
+  create: method('keys.create'),
   /** A new secret; the old one keeps working for `grace_period_seconds` (default 24 h, 0 = stops now). */
-  async roll(id: string, body: RouteBody<C['keys']['roll']> = {}, options?: RequestOptions): Promise<SuccessBody<C['keys']['roll']>> {
-    return unwrap(await this.raw.keys.roll({ params: { id: pathParam('id', id) }, body, svc: options }));
-  }
+  roll: method('keys.roll', { optionalBody: true }),
   /** Revokes the key now (idempotent). */
-  async revoke(id: string, options?: RequestOptions): Promise<SuccessBody<C['keys']['revoke']>> {
-    return unwrap(await this.raw.keys.revoke({ params: { id: pathParam('id', id) }, svc: options }));
-  }
-}
+  revoke: method('keys.revoke'),
+});
+export type KeysResource = InstanceType<typeof KeysResource>;
 
 const KEY_PREFIX = /^svc_(test|live)_/;
 
@@ -357,7 +228,7 @@ export class MerchantClient {
       headers: { authorization: `Bearer ${options.apiKey}` },
       idempotentPosts: true,
     };
-    this.raw = buildRaw(config, this.baseUrl);
+    this.raw = buildRawClient(config, this.baseUrl);
     this.merchants = new MerchantsResource(this.raw);
     this.catalog = new CatalogResource(this.raw);
     this.receiving = new ReceivingResource(this.raw);

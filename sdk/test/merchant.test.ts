@@ -310,6 +310,42 @@ describe('keys', () => {
   });
 });
 
+describe('namespaces derived from the contract (sdk/src/resource.ts)', () => {
+  it('GIVEN the table of operations WHEN path parameters, an omitted optional body and per-call options are given THEN each reaches its route as the hand-written methods sent it', async () => {
+    const urls: string[] = [];
+    const recording = new MerchantClient({
+      apiKey: key.secret,
+      baseUrl: app.baseUrl,
+      fetch: (input, init) => {
+        urls.push(`${init.method} ${input}`);
+        return fetch(input, init);
+      },
+    });
+
+    // An empty path parameter would address another route: refused before any request.
+    await expect(recording.merchants.get('')).rejects.toThrow(new TypeError('id must be a non-empty string'));
+    await expect(recording.catalog.update('', { name: 'x' })).rejects.toThrow(new TypeError('sku must be a non-empty string'));
+    expect(urls).toEqual([]);
+
+    // A path parameter is one segment, percent-encoded.
+    expect(await caught(recording.merchants.get('mrch_a/b'))).toBeInstanceOf(SvcNotFoundError);
+    expect(urls).toEqual([`GET ${app.baseUrl}/v1/merchants/mrch_a%2Fb`]);
+
+    // Query parameters of a merchant-level route ride in the options, beside the per-call controls.
+    urls.length = 0;
+    await recording.catalog.list({ merchant_id: merchant.id, available: 'false', timeoutMs: 10_000 });
+    expect(urls).toEqual([`GET ${app.baseUrl}/v1/catalog?merchant_id=${merchant.id}&available=false`]);
+
+    // keys.roll may leave its body out: {} is sent, so the default grace period applies.
+    const spare = await recording.keys.create({ mode: 'test', name: 'spare', scopes: ['orders:read'] });
+    const rolled = await recording.keys.roll(spare.id);
+    expect(rolled.id).not.toBe(spare.id);
+    const old = (await recording.keys.list({ limit: 100 }).toArray({ max: 500 })).find((k) => k.id === spare.id);
+    expect(old?.rolled_to).toBe(rolled.id);
+    expect(old?.expires_at).not.toBeNull();
+  });
+});
+
 describe('dashboard reads: order filters and summary, events of an order, policy versions, endpoint test', () => {
   it('GIVEN orders, versions and an endpoint of a fresh project WHEN read through the SDK THEN each new call returns the contract body', async () => {
     const dash = merchantClient(app, await app.key('test'));

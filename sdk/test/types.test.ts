@@ -1,6 +1,7 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { Merchant, Order, OrdersSummary, StoredPolicyVersion, WebhookEndpointWithSecret, WebhookEvent } from '@svc/contract';
 import { verifyWebhook, type WebhookEvent as ReceivedEvent } from '../src/webhooks.js';
+import { listMethod, method } from '../src/resource.js';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import {
   AgentClient,
@@ -9,6 +10,8 @@ import {
   type HeldOutcome,
   type ListIterator,
   type MerchantHandle,
+  MerchantsResource,
+  type RequestOptions,
   type ResolvedOutcome,
   type SettleOutcome,
 } from '../src/index.js';
@@ -47,6 +50,25 @@ function wrongBodiesDoNotCompile() {
   void ({} as MerchantHandle).checkout([{ sku: 'coffee', qty: '1' }]);
   // @ts-expect-error the mandate type is one of svc, ap2, acp, none
   void ({} as MerchantHandle).checkout([{ sku: 'coffee', qty: 1 }], { mandate: { type: 'jwt' } });
+}
+
+/** The namespaces are derived from the routes (sdk/src/resource.ts): the arguments follow the route. */
+function derivedMethodsFollowTheirRoute() {
+  // @ts-expect-error a route with a body needs it
+  void svc.merchants.create();
+  // @ts-expect-error the path parameter comes first
+  void svc.catalog.update({ name: 'x' });
+  // @ts-expect-error a route without query parameters takes none in its options
+  void svc.merchants.get('mrch_x', { merchant_id: 'mrch_x' });
+  // @ts-expect-error a list takes its query first and the per-call controls after it
+  void svc.orders.list({ limit: 5 }, { decision: 'hold' });
+  // @ts-expect-error listMethod is for a route that pages with cursor
+  void listMethod('merchants.get');
+  // @ts-expect-error not an operation of the contract
+  void method('merchants.destroy');
+  void svc.keys.roll('key_x');
+  void svc.catalog.update('latte', { name: 'Latte' }, { merchant_id: 'mrch_x', idempotencyKey: 'k' });
+  void svc.policy.versions({ merchant_id: 'mrch_x', limit: 5, signal: AbortSignal.timeout(1000) });
 }
 
 function typedBodiesCompile() {
@@ -108,6 +130,10 @@ describe('types inferred from the contract', () => {
     expect(typeof receiverNarrowsOnType).toBe('function');
     expect(typeof dashboardRoutesAreTyped).toBe('function');
     expectTypeOf(svc.catalog.remove).returns.resolves.toEqualTypeOf<void>();
+    expectTypeOf(svc.webhooks.endpoints.delete).returns.resolves.toEqualTypeOf<void>();
+    expectTypeOf(svc.keys.roll).parameters.toEqualTypeOf<[string, { grace_period_seconds?: number | undefined }?, RequestOptions?]>();
+    expectTypeOf(new MerchantsResource(svc.raw)).toEqualTypeOf(svc.merchants);
+    expect(typeof derivedMethodsFollowTheirRoute).toBe('function');
     expectTypeOf(svc.livemode).toEqualTypeOf<boolean>();
     expectTypeOf<HeldOutcome['status']>().toEqualTypeOf<'hold'>();
     expectTypeOf<AcceptedOutcome['fulfillment']>().toEqualTypeOf<{ rail: string; reference: string }>();

@@ -1,17 +1,17 @@
 import { useState } from 'react';
 import { Badge, Button, Checkbox, Group, Modal, Stack, Switch, Table, Text, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { ApiError, ok } from '../api';
+import type { CatalogItem, CatalogItemInput } from '@svc/contract';
+import { SvcConflictError } from '@svc/sdk/errors';
+import { fieldMessage, ok } from '../api';
 import { useWorkspace } from '../session';
 import { Confirm, ErrorLine, Loaded, Page, useAction, TableHead } from '../ui';
 
-type Item = { sku: string; name: string; price: { amount: string; currency: string }; available: boolean; category?: string; description?: string };
+/** The server's message for a field is shown next to it; other errors go above the form. */
+const unplaced = (err: unknown, fields: string[]) => (err && !fields.some((f) => fieldMessage(err, f)) ? err : null);
 
-/** The server's message for a field, shown next to it; other errors go above the form. */
-const fieldError = (err: unknown, field: string) => (err instanceof ApiError ? err.fieldMessage(field) : undefined);
-const unplaced = (err: unknown, fields: string[]) => (err && !fields.some((f) => fieldError(err, f)) ? err : null);
-
-function ItemForm({ initial, onSubmit, busy, error, submitLabel }: { initial?: Item; onSubmit: (v: Item) => void; busy: boolean; error: unknown; submitLabel: string }) {
+/** Edits an item (`initial`, as listed) into the body that creates it. */
+function ItemForm({ initial, onSubmit, busy, error, submitLabel }: { initial?: CatalogItem; onSubmit: (v: CatalogItemInput) => void; busy: boolean; error: unknown; submitLabel: string }) {
   const [sku, setSku] = useState(initial?.sku ?? '');
   const [name, setName] = useState(initial?.name ?? '');
   const [amount, setAmount] = useState(initial?.price.amount ?? '');
@@ -28,13 +28,13 @@ function ItemForm({ initial, onSubmit, busy, error, submitLabel }: { initial?: I
     >
       <Stack>
         <ErrorLine error={unplaced(error, fields)} />
-        <TextInput label="SKU" required disabled={Boolean(initial)} value={sku} onChange={(e) => setSku(e.currentTarget.value)} error={fieldError(error, 'sku') ?? (error instanceof ApiError && error.status === 409 ? error.message : undefined)} />
-        <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} error={fieldError(error, 'name')} />
+        <TextInput label="SKU" required disabled={Boolean(initial)} value={sku} onChange={(e) => setSku(e.currentTarget.value)} error={fieldMessage(error, 'sku') ?? (error instanceof SvcConflictError ? error.errorHuman : undefined)} />
+        <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} error={fieldMessage(error, 'name')} />
         <Group grow align="flex-start">
-          <TextInput label="Price" description="Exact decimal, e.g. 12.50" required inputMode="decimal" value={amount} onChange={(e) => setAmount(e.currentTarget.value)} error={fieldError(error, 'price.amount')} />
-          <TextInput label="Currency" required maxLength={3} value={currency} onChange={(e) => setCurrency(e.currentTarget.value)} error={fieldError(error, 'price.currency')} />
+          <TextInput label="Price" description="Exact decimal, e.g. 12.50" required inputMode="decimal" value={amount} onChange={(e) => setAmount(e.currentTarget.value)} error={fieldMessage(error, 'price.amount')} />
+          <TextInput label="Currency" required maxLength={3} value={currency} onChange={(e) => setCurrency(e.currentTarget.value)} error={fieldMessage(error, 'price.currency')} />
         </Group>
-        <TextInput label="Category" value={category} onChange={(e) => setCategory(e.currentTarget.value)} error={fieldError(error, 'category')} />
+        <TextInput label="Category" value={category} onChange={(e) => setCategory(e.currentTarget.value)} error={fieldMessage(error, 'category')} />
         <Checkbox label="Available to agents" checked={available} onChange={(e) => setAvailable(e.currentTarget.checked)} />
         <Button type="submit" loading={busy}>
           {submitLabel}
@@ -48,15 +48,15 @@ export function CatalogPage() {
   const ws = useWorkspace();
   const [showRetired, setShowRetired] = useState(false);
   const [creating, setCreating] = useState(false);
-  const [editing, setEditing] = useState<Item | null>(null);
-  const [retiring, setRetiring] = useState<Item | null>(null);
+  const [editing, setEditing] = useState<CatalogItem | null>(null);
+  const [retiring, setRetiring] = useState<CatalogItem | null>(null);
   const items = useQuery({
     queryKey: ws.key('catalog', showRetired),
     enabled: Boolean(ws.merchant),
     queryFn: () => ok(ws.api.catalog.list({ query: { ...ws.mq, ...(showRetired ? {} : { available: 'true' as const }) } })),
   });
-  const create = useAction((v: Item) => ok(ws.api.catalog.create({ query: ws.mq, body: v })), { success: 'Product created.', onDone: () => setCreating(false) });
-  const update = useAction((v: Item) => ok(ws.api.catalog.update({ params: { sku: v.sku }, query: ws.mq, body: { name: v.name, price: v.price, available: v.available, category: v.category ?? null } })), {
+  const create = useAction((v: CatalogItemInput) => ok(ws.api.catalog.create({ query: ws.mq, body: v })), { success: 'Product created.', onDone: () => setCreating(false) });
+  const update = useAction((v: CatalogItemInput) => ok(ws.api.catalog.update({ params: { sku: v.sku }, query: ws.mq, body: { name: v.name, price: v.price, available: v.available, category: v.category ?? null } })), {
     success: 'Product saved.',
     onDone: () => setEditing(null),
   });

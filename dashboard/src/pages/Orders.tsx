@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { Anchor, Badge, Button, Code, Group, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { TrustTier } from '@svc/contract';
+import { TrustTier, type Decision, type SessionView } from '@svc/contract';
 import { verifyReceipt } from '@svc/sdk/receipt';
 import { ok } from '../api';
 import { Pager, useCursor } from '../paging';
@@ -10,9 +10,9 @@ import { useWorkspace } from '../session';
 import { explorerTx, Loaded, money, Page, RouterAnchor, when, TableHead } from '../ui';
 import { EventAttempts } from './Webhooks';
 
-const DECISION_COLOR = { accept: 'teal', reject: 'red', hold: 'yellow' } as const;
+const DECISION_COLOR = { accept: 'teal', reject: 'red', hold: 'yellow' } as const satisfies Record<Decision, string>;
 
-export function DecisionBadge({ decision }: { decision: 'accept' | 'reject' | 'hold' }) {
+export function DecisionBadge({ decision }: { decision: Decision }) {
   return (
     <Badge color={DECISION_COLOR[decision]} variant="light">
       {decision}
@@ -104,7 +104,7 @@ export function OrdersPage() {
 }
 
 /** Verifies the receipt in the browser against the merchant's published key set. */
-function useReceiptCheck(session: { receipt: string | null; merchantId: string; orderId: string | null; id: string; livemode: boolean } | undefined) {
+function useReceiptCheck(session: Pick<SessionView, 'receipt' | 'merchantId' | 'orderId' | 'id' | 'livemode'> | undefined) {
   const ws = useWorkspace();
   return useQuery({
     queryKey: ws.key('receipt-check', session?.id, session?.receipt),

@@ -3,7 +3,8 @@ import { Alert, Badge, Button, Code, Group, List, Paper, Select, Stack, Table, T
 import { useQuery } from '@tanstack/react-query';
 import { diffLines } from 'diff';
 import { POLICY_PRESETS } from '@svc/contract';
-import { ApiError, ok } from '../api';
+import { SvcValidationError } from '@svc/sdk/errors';
+import { ok } from '../api';
 import { useWorkspace } from '../session';
 import { ErrorLine, Loaded, Page, useAction, when, TableHead } from '../ui';
 
@@ -55,7 +56,8 @@ export function PolicyPage() {
   });
   const validate = useAction(() => ok(ws.api.policy.validate({ query: ws.mq })));
   const publish = useAction(() => ok(ws.api.policy.publish({ query: ws.mq })), { success: (r) => `Published: version ${r.active_policy_version} is active.` });
-  const publishFindings = publish.error instanceof ApiError && Array.isArray((publish.error.body as { findings?: unknown }).findings) ? ((publish.error.body as { findings: { code: string; human: string }[] }).findings) : null;
+  // Publish refused the draft (422): its findings, typed by the SDK's error.
+  const publishFindings = publish.error instanceof SvcValidationError && publish.error.status === 422 ? publish.error.findings : null;
   const findings = validate.data?.findings ?? publishFindings;
   const byVersion = (v: string | null) => list.find((x) => String(x.version) === v);
 
