@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { resolvePolicy, type Manifest, type RailName } from '@svc/contract';
+import { resolvePolicy, type Manifest } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix } from '../../lib/ids.js';
@@ -9,7 +9,7 @@ import { merchantRowById } from '../merchants/store.js';
 import { entityById } from '../../db/sql.js';
 import { listCatalogItems } from '../catalog/service.js';
 import { activePolicy } from '../policy/service.js';
-import { effectiveRails } from '../receiving/validate.js';
+import { agentRails } from '../checkout/index.js';
 import type { CachedManifest, MerchantSnapshot } from './cache.js';
 
 const notFound = () => new ApiError('NOT_FOUND', 'No such merchant, or it has not published yet.');
@@ -44,11 +44,6 @@ export async function merchantRefByDomain(em: Em, host: string): Promise<string 
     { orderBy: { livemode: 'desc', createdAt: 'asc' }, limit: 1 },
   );
   return rows[0]?.id ?? null;
-}
-
-/** Rails agents can use: enabled, configured, valid in the mode and allowed by the active policy. */
-export function agentRails(m: Pick<MerchantRow, 'rails' | 'receiving' | 'livemode'>, allowed: RailName[] | null): RailName[] {
-  return effectiveRails(m.rails, m.receiving).filter((r) => !(m.livemode && r === 'mock') && (!allowed || allowed.includes(r)));
 }
 
 /**

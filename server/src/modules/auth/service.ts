@@ -9,7 +9,7 @@ import { newId } from '../../lib/ids.js';
 import { ApiKey, Organization, Project } from '../accounts/entity.js';
 import { createApiKey } from '../accounts/service.js';
 import { presentKey } from '../accounts/keys.js';
-import { consumeRateLimit } from '../checkout/rate-limit.js';
+import { consumeRateLimit } from '../checkout/index.js';
 import { DeviceCode, Membership, SignInToken, User, UserSession } from './entity.js';
 import { confirmSignInPage, linkGonePage } from './pages.js';
 import { upsertUserByEmail } from './store.js';

@@ -1,13 +1,55 @@
+import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
-import { runSql, sqlParams } from '../../db/sql.js';
-import type { SessionRow } from './entity.js';
+import { entityById, runSql, sqlParams } from '../../db/sql.js';
+import { CheckoutSessionEntity, type SessionRow } from './entity.js';
 
 /**
- * Data access for the checkout tables that are reached with SQL: `checkout_sessions` is an
- * entity (./entity.ts), and the statements below are the ones an entity would make slower
- * or racy on the settle path (atomic reservations, an advisory lock, a counting window, an
- * atomic counter). Nothing outside this file writes SQL for these tables.
+ * Data access for `checkout_sessions` (an entity, ./entity.ts), `payment_nonces`,
+ * `mandate_subjects` and `rate_limit_buckets`: every ORM call and statement on them. SQL is
+ * used where an entity would be slower or racy on the settle path (atomic reservations, an
+ * advisory lock, a counting window, an atomic counter). Nothing outside this file queries
+ * these tables, except the accepted-settle statement (settlement/store.ts), which takes its
+ * session update from `acceptSessionSql` below.
  */
+
+/** A session by id as the unit of work holds it, else by one prepared statement. */
+export async function sessionById(em: Em, id: string): Promise<SessionRow | null> {
+  return entityById(em, CheckoutSessionEntity, id, sessionRowById);
+}
+
+/** A session by id through the ORM (the merchant API's session read). */
+export async function findSessionRow(em: Em, id: string): Promise<SessionRow | null> {
+  return em.findOne(CheckoutSessionEntity, { id });
+}
+
+/** The session an agent opened with this idempotency key (at one merchant, when given). */
+export async function sessionByIdempotencyKey(em: Em, key: { merchantId?: string; agentId: string; idempotencyKey: string }): Promise<SessionRow | null> {
+  return em.findOne(CheckoutSessionEntity, key.merchantId === undefined ? { agentId: key.agentId, idempotencyKey: key.idempotencyKey } : { merchantId: key.merchantId, agentId: key.agentId, idempotencyKey: key.idempotencyKey });
+}
+
+/** The session's row locked for the rest of the transaction, read afresh (the hold review). */
+export async function lockSession(tx: Em, id: string): Promise<SessionRow> {
+  return tx.findOneOrFail(CheckoutSessionEntity, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+}
+
+/** The same, or null when it is gone (the settlement worker's sweep). */
+export async function lockSessionIfAny(tx: Em, id: string): Promise<SessionRow | null> {
+  return tx.findOne(CheckoutSessionEntity, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+}
+
+/** Up to `limit` sessions whose review or re-sign window passed (their ids only), for the worker to reject. */
+export async function lapsedSessionIds(em: Em, now: Date, limit: number): Promise<Array<{ id: string }>> {
+  return em.find(
+    CheckoutSessionEntity,
+    { $or: [{ state: 'held', holdExpiresAt: { $lt: now } }, { state: 'approved', expiresAt: { $lt: now } }] },
+    { fields: ['id'], limit },
+  );
+}
+
+/** A raw `checkout_sessions` row (from a statement that joined it) as the unit of work's entity. */
+export function mapSessionRow(em: Em, row: Record<string, unknown>): SessionRow {
+  return em.map(CheckoutSessionEntity, row);
+}
 
 /** Marks a session expired unless another request moved it on (one guarded update, no row load). */
 export async function expireSession(em: Em, sessionId: string): Promise<void> {
@@ -48,23 +90,24 @@ export async function reservePaymentNonce(tx: Em, sessionId: string, k: NonceKey
  * The settle's locks, in one round trip: the session row (FOR UPDATE, its latest version) and
  * the gate's advisory lock of (merchant, agent), which velocity and daily caps need (they count the agent's other sessions, which row locks on this session do not cover). Only settles take the gate
  * lock, so taking both in one statement cannot deadlock with the other writers of the row.
- * Returns the raw row (the caller maps it onto its entity), or undefined when it is gone.
+ * Returns the session as the unit of work's entity, or undefined when it is gone.
  */
-export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: string, agentId: string): Promise<Record<string, unknown> | undefined> {
+export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: string, agentId: string): Promise<SessionRow | undefined> {
   const rows = await runSql(
     tx,
     `select s.*, pg_advisory_xact_lock(hashtextextended($2, 0)) as gate_locked from checkout_sessions s where s.id = $1 for update of s`,
     [sessionId, `gate:${merchantId}:${agentId}`],
   );
   const row = rows[0];
-  if (row) delete row.gate_locked;
-  return row;
+  if (!row) return undefined;
+  delete row.gate_locked;
+  return mapSessionRow(tx, row);
 }
 
-/** The session's row, locked until the transaction ends (phase 3, after its attempt's; prepared). */
-export async function lockSessionRow(tx: Em, sessionId: string): Promise<Record<string, unknown> | undefined> {
+/** The session's row, locked until the transaction ends (phase 3, after its attempt's; prepared), as the unit of work's entity. */
+export async function lockSessionRow(tx: Em, sessionId: string): Promise<SessionRow | undefined> {
   const [row] = await runSql(tx, 'select * from checkout_sessions where id = $1 for update', [sessionId]);
-  return row;
+  return row ? mapSessionRow(tx, row) : undefined;
 }
 
 /** A session's row by primary key (prepared; the ORM would build the query anew per request). */

@@ -2,7 +2,7 @@ import type { EndpointTestWebhookEvent, OrderWebhookEvent, WebhookEvent } from '
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
 import { insertEvents, type NewEventRow } from './store.js';
-import { reorderOrderEventObject } from '../orders/present.js';
+import { reorderOrderEventObject } from '../orders/index.js';
 
 /** An event as stored and delivered (the contract's WebhookEvent). */
 export type EventEnvelope = WebhookEvent;

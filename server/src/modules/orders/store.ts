@@ -1,13 +1,32 @@
 import type { Decision, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import type { DayWindow } from '../../lib/time.js';
-import { OrderEntity, type OrderRow } from './entity.js';
+import { OrderEntity, ReceiptEntity, type OrderRow, type ReceiptRow } from './entity.js';
 
 /**
  * Data access for `orders` (an entity, ./entity.ts, written by settlement and ingest). The feed
  * is an entity query; the summary is SQL: money is summed by the database as `numeric` (a
  * JavaScript number would round), in one statement over the days it covers.
  */
+
+/** A new order in the caller's unit of work (flushed with it). */
+export function addOrder(em: Em, row: OrderRow): OrderRow {
+  return em.create(OrderEntity, row);
+}
+
+/** A new receipt in the caller's unit of work (flushed after its order). */
+export function addReceipt(em: Em, row: ReceiptRow): ReceiptRow {
+  return em.create(ReceiptEntity, row);
+}
+
+export async function orderById(em: Em, id: string): Promise<OrderRow | null> {
+  return em.findOne(OrderEntity, { id });
+}
+
+/** The order of a session at a merchant (ingest: a session reported held earlier). */
+export async function orderOfSession(em: Em, sessionId: string, merchantId: string): Promise<OrderRow | null> {
+  return em.findOne(OrderEntity, { sessionId, merchantId });
+}
 
 export type OrderScope = { projectId: string; livemode: boolean; merchantId?: string | undefined };
 

@@ -1,53 +1,39 @@
-import type { Decision, SettleAccepted, Total, TrustTier } from '@svc/contract';
+import type { Decision, ReceiptClaims, SettleAccepted, Total, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
 import type { Services } from '../../services.js';
-import type { CheckoutSessionEntity, SessionRow } from '../checkout/entity.js';
-import { totalOf } from '../checkout/entity.js';
-import { importReceiptKey, inputFingerprint, signReceipt, type ReceiptClaims, type ReceiptSigningKey } from '../gate/receipt.js';
-import type { MandateResult } from '../gate/mandate.js';
-import type { Verdict } from '../gate/verdict.js';
+import { totalOf, type SessionRow } from '../checkout/index.js';
+import { importReceiptKey, inputFingerprint, signReceipt, type GateContext, type MandateResult, type ReceiptSigningKey } from '../gate/index.js';
 import type { MerchantRow } from '../merchants/service.js';
-import { OrderEntity, ReceiptEntity, type OrderRow, type ReceiptRow } from '../orders/entity.js';
-import { presentOrderEvent } from '../orders/present.js';
+import { addOrder, addReceipt, orderById, orderRow, presentOrderEvent, receiptRow, type OrderRow, type ReceiptRow } from '../orders/index.js';
 import type { RecordEventInput } from '../events/service.js';
 import { applyOutcomes, NEUTRAL_SCORE, outcomeDeltas, type SessionOutcome } from '../reputation/service.js';
 import { writeAcceptedAttempt } from './store.js';
 
-/** What the gate decided and on which inputs: stored on the session while held or settling. */
-export type GateContext = { mandate: MandateResult; verdict: Verdict; policyVersion: number; policyHash: string; fingerprintInputs: Record<string, unknown> };
-
 /** The settle route's 200 (the contract's SettleAccepted). */
 export type AcceptedResult = { status: 200; body: SettleAccepted };
 
-/** A new order's fields (the row `newOrder` creates, or one statement inserts). */
+/** A hosted session's new order (the row `newOrder` adds, or one statement inserts). */
 export function orderFields(now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult): OrderRow {
-  return {
-    id: newId('ord'),
+  return orderRow({
     sessionId: s.id,
-    projectId: m.projectId,
-    merchantId: m.id,
-    livemode: m.livemode,
+    merchant: m,
     agentId: s.agentId,
     decision,
     total: totalOf(s) as Total,
     items: s.lines.map((l) => ({ sku: l.sku, qty: l.qty })),
     railName: s.rail,
-    settlementRef: null,
-    receiptId: null,
     mandateType: mandate.type,
     mandateRef: mandate.ref,
     trustTier: tier,
     buyer: s.buyer ?? null,
     source: 'hosted',
-    settlementAttemptId: null,
-    settlementStatus: null,
-    createdAt: now,
-  };
+    now,
+  });
 }
 
 export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult) {
-  return tx.create(OrderEntity, orderFields(now, m, s, decision, tier, mandate));
+  return addOrder(tx, orderFields(now, m, s, decision, tier, mandate));
 }
 
 /**
@@ -135,7 +121,8 @@ export async function acceptedWrites(
   };
   const event = { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, object: presentOrderEvent(order), now };
   return {
-    receipt: { id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown>, createdAt: now },
+    // the claims are a JSON object (ReceiptClaims has no index signature)
+    receipt: receiptRow({ id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown>, now }),
     session: {
       state: 'accepted',
       settledAt: now,
@@ -211,14 +198,14 @@ export async function writeAccepted(
   tx: Em,
   services: Pick<Services, 'box' | 'now' | 'events'>,
   m: MerchantRow,
-  s: InstanceType<typeof CheckoutSessionEntity.class>,
+  s: SessionRow,
   input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string },
 ): Promise<AcceptedResult> {
   const now = services.now();
-  let order = s.orderId ? await tx.findOne(OrderEntity, { id: s.orderId }) : null;
+  let order = s.orderId ? await orderById(tx, s.orderId) : null;
   if (!order) order = newOrder(tx, now, m, s, 'accept', input.gate.verdict.tier, input.gate.mandate);
   const w = await acceptedWrites(services, m, s, order, { ...input, now });
-  tx.create(ReceiptEntity, w.receipt);
+  addReceipt(tx, w.receipt);
   Object.assign(s, w.session);
   // One flush: the attempt (settled), the order, the receipt, and the session's one update.
   await tx.flush();

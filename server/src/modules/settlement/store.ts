@@ -2,16 +2,36 @@ import type { Em } from '../../db/orm.js';
 import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
 import type { NewEventRow } from '../events/store.js';
 import { eventCtes } from '../events/store.js';
-import type { OrderRow, ReceiptRow } from '../orders/entity.js';
+import type { OrderRow, ReceiptRow } from '../orders/index.js';
 import { reputationCtes, type ReputationDelta } from '../reputation/store.js';
-import type { SessionRow } from '../checkout/entity.js';
-import type { AttemptRow } from './entity.js';
+import { mapSessionRow, type SessionRow } from '../checkout/index.js';
+import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow } from './entity.js';
 
 /**
- * `settlement_attempts` and `settlement_transactions` are entities (./entity.ts); the claim
- * below is SQL because it is one statement with FOR UPDATE SKIP LOCKED, so any number of
- * reconcilers share the table without taking the same attempt.
+ * Data access for `settlement_attempts` and `settlement_transactions` (entities, ./entity.ts):
+ * every ORM call and statement on them. The claim is SQL because it is one statement with FOR
+ * UPDATE SKIP LOCKED, so any number of reconcilers share the table without taking the same
+ * attempt. `writeAcceptedAttempt` is the accepted-settle statement (docs/contributing.md, "Data access").
  */
+
+/** A new attempt in the caller's unit of work (an approved hold's, inserted already settled). */
+export function addAttempt(tx: Em, a: AttemptRow): AttemptRow {
+  return tx.create(SettlementAttemptEntity, a);
+}
+
+export async function attemptById(em: Em, id: string): Promise<AttemptRow> {
+  return em.findOneOrFail(SettlementAttemptEntity, { id });
+}
+
+/** A pending attempt is looked at again after `leaseUntil` (unless someone resolved it meanwhile). */
+export async function extendPendingLease(em: Em, attemptId: string, leaseUntil: Date): Promise<void> {
+  await em.nativeUpdate(SettlementAttemptEntity, { id: attemptId, status: 'pending' }, { leaseUntil });
+}
+
+/** The transactions stored for an attempt, oldest first. */
+export async function attemptTransactions(em: Em, attemptId: string) {
+  return em.find(SettlementTransactionEntity, { attemptId }, { orderBy: { createdAt: 'asc' } });
+}
 
 /**
  * Claims up to `limit` pending attempts whose lease ran out, extending their lease by
@@ -30,9 +50,9 @@ export async function claimDueAttempts(tx: Em, leaseSeconds: number, limit: numb
 }
 
 /** Phase 3's first statement: the attempt's row, locked until the transaction ends (prepared). */
-export async function lockAttemptRow(tx: Em, attemptId: string): Promise<Record<string, unknown> | undefined> {
+export async function lockAttemptRow(tx: Em, attemptId: string): Promise<AttemptRow | undefined> {
   const [row] = await runSql(tx, 'select * from settlement_attempts where id = $1 for update', [attemptId]);
-  return row;
+  return row ? tx.map(SettlementAttemptEntity, row) : undefined;
 }
 
 /** `insert into settlement_attempts … returning session_id` of one attempt, with its values bound. */
@@ -70,7 +90,7 @@ export async function insertAttemptSettling(tx: Em, a: AttemptRow, s: SessionRow
  * A pending attempt's session row, with the attempt's payment hash (prepared, no lock): what
  * `writeAcceptedAttempt` is computed from. Undefined once the attempt is resolved.
  */
-export async function pendingAttemptSession(em: Em, attemptId: string): Promise<{ session: Record<string, unknown>; paymentHash: string } | undefined> {
+export async function pendingAttemptSession(em: Em, attemptId: string): Promise<{ session: SessionRow; paymentHash: string } | undefined> {
   const [row] = await runSql<Record<string, unknown> & { attempt_payment_hash: string }>(
     em,
     `select s.*, a.payment_hash as attempt_payment_hash
@@ -79,7 +99,7 @@ export async function pendingAttemptSession(em: Em, attemptId: string): Promise<
   );
   if (!row) return undefined;
   const { attempt_payment_hash: paymentHash, ...session } = row;
-  return { session, paymentHash };
+  return { session: mapSessionRow(em, session), paymentHash };
 }
 
 /**
