@@ -77,7 +77,7 @@ export async function createServices(
     facilitators: createFacilitators(config, log, signers.recover, opts.processSlot),
     signers,
     wake,
-    caches: { agent: agentCache, issuerKeys: new Map() },
+    caches: { agent: agentCache, issuerKeys: new Map(), receiptKeys: new Map() },
     metrics: createMetrics(orm, log),
     mailer: new Mailer(config, log),
     operator: new OperatorChannel(),

@@ -10,12 +10,13 @@ import type { Mailer } from './modules/auth/mail.js';
 import type { OperatorChannel } from './modules/operator/channel.js';
 import type { AgentReadCache } from './modules/agent/cache.js';
 import type { IssuerKeySets } from './modules/gate/mandate.js';
+import type { ReceiptKeys } from './modules/gate/receipt.js';
 import type { Metrics } from './lib/metrics.js';
 import type { DomainProofIo } from './modules/merchants/domain.js';
 import type { SignerRecovery } from './lib/signer-recovery.js';
 
 /** Per-process caches (each says what invalidates it where it is read). */
-export type Caches = { agent: AgentReadCache; issuerKeys: IssuerKeySets };
+export type Caches = { agent: AgentReadCache; issuerKeys: IssuerKeySets; receiptKeys: ReceiptKeys };
 
 /** Process-wide dependencies, built once at start and shared by every request. */
 export type Services = {

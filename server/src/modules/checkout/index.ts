@@ -19,8 +19,10 @@ export {
 export { assertPayable, awaitsPayment, paymentWindowLapsed, reviewWindowLapsed, sessionStateAt } from './state.js';
 export { consumeRateLimit, enforceRateLimit, rateLimitWindow, sweepRateLimitBuckets, type RateLimitOptions } from './rate-limit.js';
 export {
+  acceptSessionSql,
   countHeldSessions,
   expireSession,
+  HOSTED_SESSION_ID_SQL,
   lapsedSessionIds,
   lockSession,
   lockSessionForGate,
@@ -32,6 +34,8 @@ export {
   releasePaymentNonces,
   reserveMandateSubject,
   reservePaymentNonce,
+  settlingSessionSql,
+  type AcceptedSession,
   type GateInputs,
   type NonceKey,
 } from './store.js';

@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
-import { entityById, runSql, sqlParams } from '../../db/sql.js';
+import { entityById, runSql, sqlParams, type SqlParams } from '../../db/sql.js';
 import { CheckoutSessionEntity, type SessionRow } from './entity.js';
 
 /**
@@ -70,19 +70,29 @@ export async function reserveMandateSubject(tx: Em, sessionId: string, issuer: s
 export type NonceKey = { chain: string; payer: string; nonce: string };
 
 /**
+ * The authorization's replay reservation, written once for both statements that take it
+ * (`reservePaymentNonce`, `readGateInputs`), over the caller's placeholders: `won` is a CTE that
+ * inserts (chain, payer, nonce) for the session unless another holds it (nothing without a
+ * chain), `holder` the session holding it after that insert.
+ */
+function nonceReservationSql(p: { sessionId: string; now: string; chain: string; payer: string; nonce: string }): { won: string; holder: string } {
+  return {
+    won: `won as (
+       insert into payment_nonces (chain, payer, nonce, session_id, created_at)
+       select ${p.chain}::text, ${p.payer}::text, ${p.nonce}::text, ${p.sessionId}::text, ${p.now}::timestamptz where ${p.chain}::text is not null
+       on conflict do nothing returning session_id)`,
+    holder: `coalesce((select session_id from won), (select session_id from payment_nonces where chain = ${p.chain} and payer = ${p.payer} and nonce = ${p.nonce}))`,
+  };
+}
+
+/**
  * Reserves an authorization's (chain, payer, nonce) for the session by primary key. Returns
  * the session holding it: this one when the insert won, another on a replay (undefined when
  * the holder committed after this statement's snapshot: a replay too). One statement.
  */
 export async function reservePaymentNonce(tx: Em, sessionId: string, k: NonceKey, now: Date): Promise<string | undefined> {
-  const rows = await runSql<{ holder: string | null }>(
-    tx,
-    `with won as (
-       insert into payment_nonces (chain, payer, nonce, session_id, created_at) values ($1, $2, $3, $4, $5)
-       on conflict do nothing returning session_id)
-     select coalesce((select session_id from won), (select session_id from payment_nonces where chain = $1 and payer = $2 and nonce = $3)) as holder`,
-    [k.chain, k.payer, k.nonce, sessionId, now],
-  );
+  const nonce = nonceReservationSql({ chain: '$1', payer: '$2', nonce: '$3', sessionId: '$4', now: '$5' });
+  const rows = await runSql<{ holder: string | null }>(tx, `with ${nonce.won} select ${nonce.holder} as holder`, [k.chain, k.payer, k.nonce, sessionId, now]);
   return rows[0]?.holder ?? undefined;
 }
 
@@ -139,6 +149,7 @@ export async function readGateInputs(
   nonce: NonceKey | null,
   now: Date,
 ): Promise<GateInputs> {
+  const reservation = nonceReservationSql({ sessionId: '$1', now: '$5', chain: '$6', payer: '$7', nonce: '$8' });
   const rows = await runSql<{
     score: number | null;
     adjustment: number | null;
@@ -151,10 +162,7 @@ export async function readGateInputs(
     nonce_holder: string | null;
   }>(
     tx,
-    `with won as (
-       insert into payment_nonces (chain, payer, nonce, session_id, created_at)
-       select $6::text, $7::text, $8::text, $1, $5 where $6::text is not null
-       on conflict do nothing returning session_id),
+    `with ${reservation.won},
      velocity as (
        select count(*) filter (where created_at > $5::timestamptz - interval '1 hour') as last_hour,
               count(*) as last_day,
@@ -166,7 +174,7 @@ export async function readGateInputs(
             (select adjustment from reputation_adjustments where project_id = $10 and livemode = $9 and subject_type = 'agent' and subject_id = $4) as adjustment,
             v.last_hour, v.last_day, v.day_spend,
             p.version as policy_version, p.hash as policy_hash, p.body::text as policy_body,
-            coalesce((select session_id from won), (select session_id from payment_nonces where chain = $6 and payer = $7 and nonce = $8)) as nonce_holder
+            ${reservation.holder} as nonce_holder
      from velocity v left join policy_versions p on p.merchant_id = $2 and p.active`,
     [s.id, s.merchantId, s.agentId, s.agentSubject, now, nonce?.chain ?? null, nonce?.payer ?? null, nonce?.nonce ?? null, s.livemode, s.projectId],
   );
@@ -280,3 +288,36 @@ export async function countHeldSessions(em: Em, scope: { projectId: string; live
   );
   return Number(rows[0]?.n ?? 0);
 }
+
+/*
+ * The session's part of settlement's multi-table statements (settlement/store.ts): built here,
+ * with the caller's parameters, so the session's columns are named in this module only.
+ */
+
+/** Whether a hosted session has this id (one `?`: the id), for a guard that reads several modules' tables in one statement (ingest). */
+export const HOSTED_SESSION_ID_SQL = 'select 1 from checkout_sessions where id = ?';
+
+/** Phase 1's session update (`settling`, with the gate's columns), for the statement that also inserts the attempt. */
+export function settlingSessionSql({ $, json }: SqlParams, s: SessionRow): string {
+  return `update checkout_sessions set state = ${$(s.state)}::text, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
+       policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)},
+       payment_error = ${json(s.paymentError)}, verdict = ${json(s.verdict)}, gate = ${json(s.gate)}
+     where id = ${$(s.id)}::text returning id`;
+}
+
+/** The session's columns an accepted settle writes. */
+export type AcceptedSession = Pick<
+  SessionRow,
+  'settledAt' | 'orderId' | 'receiptId' | 'receiptJws' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse' | 'policyVersion' | 'policyHash' | 'payment'
+>;
+
+/** The accepted settle's session update: `accepted`, only when the attempt CTE `attemptCte` returned this session. */
+export function acceptSessionSql({ $, json }: SqlParams, sessionId: string, s: AcceptedSession, attemptCte: string): string {
+  return `update checkout_sessions set state = 'accepted', settled_at = ${$(s.settledAt ?? null)}::timestamptz, order_id = ${$(s.orderId)}::text,
+         receipt_id = ${$(s.receiptId)}::text, receipt_jws = ${$(s.receiptJws)}::text, settlement_ref = ${$(s.settlementRef)}::text,
+         verdict = ${json(s.verdict)}, payment_error = null, gate = null, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
+         settle_status = ${$(s.settleStatus)}::int, settle_response = ${$(s.settleResponse)}::text,
+         policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)}
+       where id = (select session_id from ${attemptCte}) and id = ${$(sessionId)}::text returning id`;
+}
+

@@ -1,14 +1,13 @@
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { IngestReceipt, TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
+import { DecimalString, IngestReceipt, TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
 import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
 import { MerchantEntity } from '../merchants/entity.js';
 import type { MerchantRow } from '../merchants/service.js';
-import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
-import { presentOrderEvent } from '../orders/present.js';
+import { addOrder, addReceipt, orderOfSession, orderRow, presentOrderEvent, receiptRow } from '../orders/index.js';
 import { applyReportedOutcome, projectView, readReputation } from '../reputation/service.js';
 import { claimIngestReport, findIngestReport, sessionIdTakenElsewhere, setIngestReportOrder, upsertIngestedSession } from './store.js';
 
@@ -25,7 +24,8 @@ function requireAgent(session: IngestSession): string {
   return session.agentId;
 }
 
-const isDecimal = (v: unknown) => typeof v === 'string' && /^\d{1,12}(\.\d{1,8})?$/.test(v);
+/** The contract's decimal-string rule for money. */
+const isDecimal = (v: unknown) => DecimalString.safeParse(v).success;
 function totalOf(session: IngestSession): Total | null {
   const t = session.total;
   if (!t || !isDecimal(t.subtotal) || !isDecimal(t.tax) || !isDecimal(t.total)) return null;
@@ -34,26 +34,24 @@ function totalOf(session: IngestSession): Total | null {
 
 function newIngestOrder(tx: Em, now: Date, m: MerchantRow, session: IngestSession, agentId: string, decision: Decision, rail: string) {
   const tier = TrustTier.safeParse(session.verdict?.tier);
-  return tx.create(OrderEntity, {
-    id: newId('ord'),
-    sessionId: session.id,
-    projectId: m.projectId,
-    merchantId: m.id,
-    livemode: m.livemode,
-    agentId,
-    decision,
-    total: totalOf(session),
-    items: (session.lines ?? []).map((l) => ({ sku: l.sku, qty: l.qty })),
-    railName: rail,
-    settlementRef: null,
-    receiptId: null,
-    mandateType: session.mandate?.type ?? 'none',
-    mandateRef: session.mandate?.ref ?? null,
-    trustTier: tier.success ? tier.data : 'standard',
-    buyer: session.buyer ?? null,
-    source: 'ingest',
-    createdAt: now,
-  });
+  return addOrder(
+    tx,
+    orderRow({
+      sessionId: session.id,
+      merchant: m,
+      agentId,
+      decision,
+      total: totalOf(session),
+      items: (session.lines ?? []).map((l) => ({ sku: l.sku, qty: l.qty })),
+      railName: rail,
+      mandateType: session.mandate?.type ?? 'none',
+      mandateRef: session.mandate?.ref ?? null,
+      trustTier: tier.success ? tier.data : 'standard',
+      buyer: session.buyer ?? null,
+      source: 'ingest',
+      now,
+    }),
+  );
 }
 
 /**
@@ -133,14 +131,14 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
     const eventIds: string[] = [];
     if (m) {
       // A session reported held earlier and accepted now keeps its order id.
-      const held = await tx.findOne(OrderEntity, { sessionId: session.id, merchantId: m.id });
+      const held = await orderOfSession(tx, session.id, m.id);
       const order = held ?? newIngestOrder(tx, now, m, session, agentId, 'accept', input.settlement.rail ?? session.railName ?? 'x402');
       order.decision = 'accept';
       receiptId = newId('rcpt');
       order.settlementRef = input.settlement.reference;
       order.receiptId = receiptId;
       await tx.flush();
-      tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: session.id, merchantId: m.id, jws: input.receipt, claims, createdAt: now });
+      addReceipt(tx, receiptRow({ id: receiptId, orderId: order.id, sessionId: session.id, merchantId: m.id, jws: input.receipt, claims, now }));
       await tx.flush();
       orderId = order.id;
       const object = presentOrderEvent(order);
@@ -179,7 +177,7 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
     }
     const eventIds: string[] = [];
     if (m) {
-      const existing = await tx.findOne(OrderEntity, { sessionId: session.id, merchantId: m.id });
+      const existing = await orderOfSession(tx, session.id, m.id);
       if (existing && existing.decision === 'accept') {
         throw new ApiError('VALIDATION_FAILED', 'body.session: this session was already ingested as an accepted order.');
       }

@@ -2,4 +2,4 @@
 export type { OrderRow, ReceiptRow } from './entity.js';
 export { presentOrder, presentOrderEvent, reorderOrderEventObject } from './present.js';
 export { orderRow, receiptRow, type NewOrder } from './rows.js';
-export { addOrder, addReceipt, orderById, orderOfSession } from './store.js';
+export { addOrder, addReceipt, FOREIGN_ORDER_OF_SESSION_SQL, insertOrderSql, insertReceiptSql, orderById, orderOfSession } from './store.js';

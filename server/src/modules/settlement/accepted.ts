@@ -38,16 +38,16 @@ export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decis
 
 /**
  * Each merchant's receipt key, opened from its sealed seed and imported once per process
- * (the seed is decrypted once, not per settle; the imported key is not extractable). Keyed
- * by the sealed seed itself, so a merchant whose seed changed gets its new key.
+ * (services.caches.receiptKeys: the seed is decrypted once, not per settle; the imported key is
+ * not extractable). Keyed by the sealed seed itself, so a merchant whose seed changed gets its new key.
  */
-const receiptKeys = new Map<string, Promise<ReceiptSigningKey>>();
 const RECEIPT_KEYS_MAX = 1024;
-function receiptKeyOf(box: Services['box'], m: Pick<MerchantRow, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
+function receiptKeyOf(services: Pick<Services, 'box' | 'caches'>, m: Pick<MerchantRow, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
+  const receiptKeys = services.caches.receiptKeys;
   const cacheKey = `${m.id}\0${m.receiptKid}\0${m.receiptSeedSealed}`;
   let key = receiptKeys.get(cacheKey);
   if (!key) {
-    key = importReceiptKey({ d: box.open(m.receiptSeedSealed, m.id), x: m.receiptPublicX, kid: m.receiptKid });
+    key = importReceiptKey({ d: services.box.open(m.receiptSeedSealed, m.id), x: m.receiptPublicX, kid: m.receiptKid });
     key.catch(() => receiptKeys.delete(cacheKey));
     if (receiptKeys.size >= RECEIPT_KEYS_MAX) receiptKeys.delete(receiptKeys.keys().next().value!);
     receiptKeys.set(cacheKey, key);
@@ -79,7 +79,7 @@ export type AcceptedWrites = {
  * or one statement (settlement/store.ts `writeAcceptedAttempt`).
  */
 export async function acceptedWrites(
-  services: Pick<Services, 'box'>,
+  services: Pick<Services, 'box' | 'caches'>,
   m: MerchantRow,
   s: SessionRow,
   order: OrderRow,
@@ -114,7 +114,7 @@ export async function acceptedWrites(
     livemode: m.livemode,
     inputFingerprint: inputFingerprint(gate.fingerprintInputs),
   };
-  const jws = await signReceipt(await receiptKeyOf(services.box, m), claims);
+  const jws = await signReceipt(await receiptKeyOf(services, m), claims);
   const result: AcceptedResult = {
     status: 200,
     body: { status: 'accepted', order_id: order.id, receipt: jws, fulfillment: { rail: s.rail, reference } },
@@ -160,7 +160,7 @@ export async function acceptedWrites(
  */
 export async function writeAcceptedFresh(
   em: Em,
-  services: Pick<Services, 'box' | 'events'>,
+  services: Pick<Services, 'box' | 'caches' | 'events'>,
   m: MerchantRow,
   s: SessionRow,
   input: { attempt: Parameters<typeof writeAcceptedAttempt>[1]['attempt']; paymentHash: string; gate: GateContext; reference: string; now: Date },
@@ -196,7 +196,7 @@ export async function writeAcceptedFresh(
  */
 export async function writeAccepted(
   tx: Em,
-  services: Pick<Services, 'box' | 'now' | 'events'>,
+  services: Pick<Services, 'box' | 'caches' | 'now' | 'events'>,
   m: MerchantRow,
   s: SessionRow,
   input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string },

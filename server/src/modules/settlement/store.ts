@@ -2,9 +2,9 @@ import type { Em } from '../../db/orm.js';
 import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
 import type { NewEventRow } from '../events/store.js';
 import { eventCtes } from '../events/store.js';
-import type { OrderRow, ReceiptRow } from '../orders/index.js';
+import { insertOrderSql, insertReceiptSql, type OrderRow, type ReceiptRow } from '../orders/index.js';
 import { reputationCtes, type ReputationDelta } from '../reputation/store.js';
-import { mapSessionRow, type SessionRow } from '../checkout/index.js';
+import { acceptSessionSql, mapSessionRow, settlingSessionSql, type AcceptedSession, type SessionRow } from '../checkout/index.js';
 import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow } from './entity.js';
 
 /**
@@ -73,14 +73,10 @@ function insertAttemptSql({ $, json }: SqlParams, a: AttemptRow): string {
  */
 export async function insertAttemptSettling(tx: Em, a: AttemptRow, s: SessionRow): Promise<void> {
   const b = sqlParams();
-  const { $, json } = b;
   const [row] = await runSql<{ id: string }>(
     tx,
     `with a as (${insertAttemptSql(b, a)})
-     update checkout_sessions set state = ${$(s.state)}::text, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
-       policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)},
-       payment_error = ${json(s.paymentError)}, verdict = ${json(s.verdict)}, gate = ${json(s.gate)}
-     where id = ${$(s.id)}::text returning id`,
+     ${settlingSessionSql(b, s)}`,
     b.params,
   );
   if (!row) throw new Error(`checkout session ${s.id} not found`);
@@ -121,10 +117,7 @@ export async function writeAcceptedAttempt(
     receipt: ReceiptRow;
     sessionId: string;
     /** The session's columns as they end: the accept's, and the gate's (the same as stored, for a live phase 3). */
-    session: Pick<
-      SessionRow,
-      'settledAt' | 'orderId' | 'receiptId' | 'receiptJws' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse' | 'policyVersion' | 'policyHash' | 'payment'
-    >;
+    session: AcceptedSession;
     events: NewEventRow[];
     fanOutCtes: string | null;
     deltas: ReputationDelta[];
@@ -133,34 +126,23 @@ export async function writeAcceptedAttempt(
   },
 ): Promise<{ accepted: boolean; fanned: Array<{ event_id: string; endpoint_id: string }> }> {
   const b = sqlParams();
-  const { $, json } = b;
-  const { order: o, receipt: r, session: s, attempt } = w;
+  const { $ } = b;
+  const { attempt } = w;
   const written = 'exists (select 1 from o)';
   const settleAttempt =
     'pendingId' in attempt
       ? `update settlement_attempts set status = 'settled', reference = ${$(w.reference)}::text, resolved_at = ${$(w.now)}::timestamptz
        where id = ${$(attempt.pendingId)}::text and status = 'pending' returning session_id`
       : insertAttemptSql(b, attempt.insert);
+  // Each table's part comes from its owner (checkout, orders, events, reputation); the CTEs chain
+  // so nothing is written unless the attempt was settled by this statement.
   const text = `with a as (${settleAttempt}),
      s as (
-       update checkout_sessions set state = 'accepted', settled_at = ${$(s.settledAt ?? null)}::timestamptz, order_id = ${$(s.orderId)}::text,
-         receipt_id = ${$(s.receiptId)}::text, receipt_jws = ${$(s.receiptJws)}::text, settlement_ref = ${$(s.settlementRef)}::text,
-         verdict = ${json(s.verdict)}, payment_error = null, gate = null, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
-         settle_status = ${$(s.settleStatus)}::int, settle_response = ${$(s.settleResponse)}::text,
-         policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)}
-       where id = (select session_id from a) and id = ${$(w.sessionId)}::text returning id),
+       ${acceptSessionSql(b, w.sessionId, w.session, 'a')}),
      o as (
-       insert into orders (id, session_id, project_id, merchant_id, livemode, agent_id, decision, total, items, rail_name, settlement_ref,
-         receipt_id, mandate_type, mandate_ref, trust_tier, buyer, source, settlement_attempt_id, settlement_status, created_at)
-       select ${$(o.id)}::text, s.id, ${$(o.projectId)}::text, ${$(o.merchantId)}::text, ${$(o.livemode)}::boolean, ${$(o.agentId)}::text,
-         ${$(o.decision)}::text, ${json(o.total)}, ${json(o.items)}, ${$(o.railName)}::text, ${$(o.settlementRef)}::text, ${$(o.receiptId)}::text,
-         ${$(o.mandateType)}::text, ${$(o.mandateRef)}::text, ${$(o.trustTier)}::text, ${json(o.buyer)}, ${$(o.source)}::text,
-         ${$(o.settlementAttemptId)}::text, ${$(o.settlementStatus)}::text, ${$(o.createdAt)}::timestamptz
-       from s returning id),
+       ${insertOrderSql(b, w.order, 's')}),
      r as (
-       insert into receipts (id, order_id, session_id, merchant_id, jws, claims, created_at)
-       select ${$(r.id)}::text, o.id, ${$(r.sessionId)}::text, ${$(r.merchantId)}::text, ${$(r.jws)}::text, ${json(r.claims)}, ${$(r.createdAt)}::timestamptz
-       from o),
+       ${insertReceiptSql(b, w.receipt, 'o')}),
      ${eventCtes(b, w.events, w.fanOutCtes, written)},
      ${reputationCtes(b, w.deltas, w.neutralScore, w.now, written)}
      select 'accepted' as kind, null::text as event_id, null::text as endpoint_id from o
