@@ -1,9 +1,9 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { humanOf, type ReasonCode } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
+import type { Ctx } from '../../http/context.js';
 import { settleMockRail } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
-import type { Services } from '../../services.js';
 import { reservePaymentNonce, type NonceKey, type SessionRow } from '../checkout/index.js';
 import type { MerchantRow } from '../merchants/service.js';
 import type { GateContext } from '../gate/index.js';
@@ -44,7 +44,7 @@ export function checkNonceHolder(s: SessionRow, holder: string | null | undefine
 /** The accept branch of phase 1 (a gated settle, or an approved hold), in its transaction with the session row locked. */
 export type BeginCaptureInput = {
   tx: Em;
-  services: Services;
+  services: Ctx['services'];
   merchant: MerchantRow;
   session: SessionRow;
   paymentHash: string;

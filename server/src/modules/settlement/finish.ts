@@ -1,7 +1,6 @@
 import type { ReasonCode, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import type { Ctx } from '../../http/context.js';
-import type { Services } from '../../services.js';
 import { pollCall, releaseMandateSubjects, releasePaymentNonces, type SessionRow } from '../checkout/index.js';
 import type { GateContext, MandateResult, Verdict } from '../gate/index.js';
 import type { MerchantRow } from '../merchants/service.js';
@@ -103,7 +102,7 @@ export async function finishHeld(input: { tx: Em; ctx: Ctx; merchant: MerchantRo
  */
 export async function rejectHeld(input: {
   tx: Em;
-  services: Pick<Services, 'now' | 'events'>;
+  services: Pick<Ctx['services'], 'now' | 'events'>;
   merchant: MerchantRow;
   session: SessionRow;
   code: ReasonCode;

@@ -6,7 +6,6 @@ import { MIN_VALIDITY_SECONDS, type Authorization } from '../../lib/eip3009.js';
 import { ApiError } from '../../lib/errors.js';
 import { facilitatorFor } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
-import type { Services } from '../../services.js';
 import { findSession, lockSession, releasePaymentNonces, reviewWindowLapsed, totalOf, type SessionRow } from '../checkout/index.js';
 import type { GateContext } from '../gate/index.js';
 import type { MerchantRow } from '../merchants/service.js';
@@ -128,7 +127,7 @@ async function answerReview(input: { ctx: Ctx; tx: Em; session: SessionRow; phas
  * The held authorization expired (or would before it could be broadcast): hand the session
  * back to the agent under the approved verdict, with a fresh session lifetime to sign in.
  */
-async function askForReauthorization(input: { tx: Em; services: Services; session: SessionRow; gate: GateContext }): Promise<HoldResolution> {
+async function askForReauthorization(input: { tx: Em; services: Ctx['services']; session: SessionRow; gate: GateContext }): Promise<HoldResolution> {
   const { tx, services, session: s, gate } = input;
   const now = services.now();
   await releasePaymentNonces(tx, s.id);
