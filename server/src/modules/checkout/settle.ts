@@ -8,7 +8,7 @@ import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
 import { facilitatorFor, settleMockRail } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { MIN_VALIDITY_SECONDS, type Authorization } from '../../lib/eip3009.js';
 import { verifyMandate, type MandateResult } from '../gate/mandate.js';
 import { outboundRules } from '../../lib/ssrf.js';

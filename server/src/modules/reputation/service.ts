@@ -10,7 +10,7 @@ import {
   type StoredReputation,
 } from './store.js';
 import { ApiError } from '../../lib/errors.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 
 export type { ReputationView };
 export const NEUTRAL_SCORE = 500;

@@ -1,7 +1,7 @@
 import type { Decision, SettleAccepted, Total, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import type { CheckoutSessionEntity, SessionRow } from '../checkout/entity.js';
 import { totalOf } from '../checkout/entity.js';
 import { importReceiptKey, inputFingerprint, signReceipt, type ReceiptClaims, type ReceiptSigningKey } from '../gate/receipt.js';

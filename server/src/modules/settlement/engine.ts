@@ -3,7 +3,7 @@ import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { BroadcastRecord, Facilitator, PaymentProof, SettleOutcome } from '../../rails/types.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
 import { lockSessionRow, releaseMandateSubjects, releasePaymentNonces } from '../checkout/store.js';
 import { MerchantEntity } from '../merchants/entity.js';

@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import { facilitatorFor } from '../../rails/index.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { rejectHeld } from '../checkout/settle.js';
 import { CheckoutSessionEntity } from '../checkout/entity.js';
 import { MerchantEntity } from '../merchants/entity.js';

@@ -13,7 +13,7 @@ import type { Em } from '../../db/orm.js';
 import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { lockProjectForInserts } from '../accounts/store.js';
 import { bytesOfStoredEvent, type EventFanOut } from '../events/service.js';
 import { findEventRow, listEventRows, type EventRow } from '../events/store.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { DeadlockException } from '@mikro-orm/core';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { createAgents, postWebhook, WEBHOOK_TIMEOUT_MS, WEBHOOK_USER_AGENT, type Agents, type AttemptOutcome } from './deliver.js';
 import { claimDueDeliveries, extendLeases, markSending, MAX_ATTEMPTS, recordAttempts, releaseClaims, type ClaimedDelivery, type RecordedAttempt } from './store.js';
 import { signatureHeader } from './signature.js';
