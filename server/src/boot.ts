@@ -1,5 +1,6 @@
 import type { Config } from './config.js';
 import { migrate, openOrm, type DbTarget } from './db/orm.js';
+import { entities } from './entities.js';
 import { RequestDbBudget } from './db/request-budget.js';
 import { resolveMasterKey, SecretBox } from './lib/crypto.js';
 import { createLogger, type Logger } from './lib/logger.js';
@@ -26,7 +27,7 @@ export function dbTargetFor(config: Config): DbTarget {
 
 /** Runs the committed migrations and closes the database again: a cluster primary, once before it forks. */
 export async function migrateDatabase(config: Config, log: Logger): Promise<void> {
-  const orm = await openOrm(dbTargetFor(config), log, { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS });
+  const orm = await openOrm(dbTargetFor(config), entities, log, { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS });
   try {
     await migrate(orm);
   } finally {
@@ -47,7 +48,7 @@ export async function createServices(
   const target = opts.target ?? dbTargetFor(config);
   const dbRequests = new RequestDbBudget(config.SVC_DB_REQUEST_TIMEOUT_MS);
   const timeouts = { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS };
-  const orm = await openOrm(target, log, { ...timeouts, requests: dbRequests });
+  const orm = await openOrm(target, entities, log, { ...timeouts, requests: dbRequests });
   if (opts.migrate !== false) await migrate(orm);
   if (config.NODE_ENV === 'production' && target.kind === 'pglite') {
     log.warn(
