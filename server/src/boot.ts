@@ -75,7 +75,7 @@ export async function createServices(
     box,
     log,
     now: () => new Date(),
-    facilitators: createFacilitators(config, log, signers.recover, opts.processSlot),
+    facilitators: createFacilitators(config, log, signers, opts.processSlot),
     signers,
     wake,
     caches: { agent: agentCache, issuerKeys: new Map() },

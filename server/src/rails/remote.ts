@@ -6,7 +6,7 @@ import type { ReasonCode } from '@svc/contract';
 import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { CHAINS } from '@svc/contract';
-import { checkProof, type RecoverSigner } from '../lib/eip3009.js';
+import { checkProof, type Signers } from '../lib/eip3009.js';
 import { ChainGuard, checkChain, type ChainCheck, type ChainGuardOptions } from './chain-guard.js';
 import { ExecutedAuthorizations, authorizationAt, chainSnapshot, hashesOf, judgeUsedBeforeUs, usedAuthorizationOutcome } from './evm-reads.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
@@ -25,8 +25,8 @@ export type RemoteFacilitatorOptions = {
 };
 
 export type RemoteFacilitatorConfig = {
-  /** Signer recovery for the off-chain checks (services.signers.recover); on the calling thread when absent. */
-  recover?: RecoverSigner;
+  /** Signer recovery for the off-chain checks (services.signers); on the calling thread when absent. */
+  signers?: Signers;
   /** Base URL of an x402 v2 facilitator (POST /verify, POST /settle, GET /supported). */
   url: string;
   /** One header sent on every call, e.g. { name: 'Authorization', value: 'Bearer x' }. */
@@ -173,7 +173,7 @@ export class RemoteFacilitator implements Facilitator {
     if (proof.chain !== this.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.chain}.` };
     }
-    return checkProof(proof, nowSec, this.cfg.recover);
+    return checkProof(proof, nowSec, this.cfg.signers);
   }
 
   async verify(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {

@@ -142,7 +142,7 @@ export async function buyItem(
     const checked = await checkProof(
       { chain: due.chain, payTo: due.payTo, amountBaseUnits: due.amountBaseUnits, authorization: payment.authorization, signature: payment.signature as Hex },
       Math.floor(ctx.services.now().getTime() / 1000),
-      ctx.services.signers.recover,
+      ctx.services.signers,
     );
     if (!checked.ok) return refusal402(due, checked.code, checked.human, prior?.id);
   }

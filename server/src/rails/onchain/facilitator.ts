@@ -15,7 +15,7 @@ import { base } from 'viem/chains';
 import type { Logger } from '../../lib/logger.js';
 import { CHAINS } from '@svc/contract';
 import { ApiError } from '../../lib/errors.js';
-import { checkProof, type RecoverSigner } from '../../lib/eip3009.js';
+import { checkProof, type Signers } from '../../lib/eip3009.js';
 import { RepeatLimiter } from '../../lib/log-limit.js';
 import { ChainGuard, checkChain, type ChainGuardOptions } from '../chain-guard.js';
 import {
@@ -70,8 +70,8 @@ export type OnchainFacilitatorOptions = {
 };
 
 export type OnchainFacilitatorConfig = {
-  /** Signer recovery for the off-chain checks (services.signers.recover); on the calling thread when absent. */
-  recover?: RecoverSigner;
+  /** Signer recovery for the off-chain checks (services.signers); on the calling thread when absent. */
+  signers?: Signers;
   rpcUrl: string;
   privateKeys: Hex[];
   chain: 'base';
@@ -171,7 +171,7 @@ export class OnchainFacilitator implements Facilitator {
     if (proof.chain !== this.cfg.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.cfg.chain}.` };
     }
-    const check = await checkProof(proof, nowSec, this.cfg.recover);
+    const check = await checkProof(proof, nowSec, this.cfg.signers);
     if (!check.ok) return check;
     const p: PaymentProof = check.proof;
     // One chain read: the transfer's gas estimate is its simulation. The token checks, in its own
@@ -211,7 +211,7 @@ export class OnchainFacilitator implements Facilitator {
     // The off-chain checks again (the proof may have aged; it comes back canonical), but not
     // verify's chain reads: the gas estimate below is the simulation on chain, and a used nonce,
     // a short balance or a bad signature reverts it with the same codes.
-    const check = await checkProof(proof, opts.nowSec, this.cfg.recover);
+    const check = await checkProof(proof, opts.nowSec, this.cfg.signers);
     if (!check.ok) return { status: 'failed', code: check.code, human: check.human };
     const p = check.proof;
     // verify() found this authorization already carried on chain as signed: nothing to send
