@@ -129,11 +129,14 @@ export function ctxOf(req: { ctx?: Ctx }): Ctx {
   return req.ctx;
 }
 
+/** A request's context once the auth middleware has authenticated it (what `authed` answers). */
+export type AuthedCtx = Ctx & { auth: AuthContext };
+
 /** The authenticated context; only called from key-auth routes, after the auth middleware. */
-export function authed(req: { ctx?: Ctx }): Ctx & { auth: AuthContext } {
+export function authed(req: { ctx?: Ctx }): AuthedCtx {
   const ctx = ctxOf(req);
   if (!ctx.auth) throw new Error('auth context missing on a key route');
-  return ctx as Ctx & { auth: AuthContext };
+  return ctx as AuthedCtx;
 }
 
 export type { Orm };

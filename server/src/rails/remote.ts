@@ -8,7 +8,8 @@ import type { Logger } from '../lib/logger.js';
 import { CHAINS } from '@svc/contract';
 import { checkProof, type Signers } from '../lib/eip3009.js';
 import { ChainGuard, checkChain, type ChainCheck, type ChainGuardOptions } from './chain-guard.js';
-import { ExecutedAuthorizations, authorizationAt, chainSnapshot, hashesOf, judgeUsedBeforeUs, usedAuthorizationOutcome } from './evm-reads.js';
+import { ExecutedAuthorizations, authorizationAt, chainSnapshot, judgeUsedBeforeUs, usedAuthorizationOutcome } from './evm-reads.js';
+import { judgeAuthorizationOnChain } from './reconcile.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 
 export type RemoteFacilitatorOptions = {
@@ -247,18 +248,15 @@ export class RemoteFacilitator implements Facilitator {
     return { status: 'failed', ...refusal };
   }
 
+  /** What reconcile's shared first half reads with (rails/reconcile.ts). */
+  private get chainReads() {
+    return { guard: this.guard, client: this.client, token: this.token, logLookbackBlocks: this.opts.logLookbackBlocks };
+  }
+
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
-    const { proof, broadcasts } = input;
-    // Judged on another chain or token, a transfer that moved would read as never sent.
-    await this.guard.ready();
-    // Used and expired judged at one block (a transfer mined between two reads is never released).
-    const at = await chainSnapshot(this.client);
-    const state = await authorizationAt(this.client, this.token, proof, at);
-    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks, at);
-    if (state === 'expired') {
-      return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain without being used.' };
-    }
-    return { status: 'pending', reference: broadcasts.at(-1)?.txHash ?? null };
+    const judged = await judgeAuthorizationOnChain(this.chainReads, input, 'The authorization expired on chain without being used.');
+    if ('outcome' in judged) return judged.outcome;
+    return { status: 'pending', reference: input.broadcasts.at(-1)?.txHash ?? null };
   }
 
   /** For /readyz and the start-up line: the readiness check renewed now; `cause` names the first problem. */

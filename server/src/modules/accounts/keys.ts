@@ -1,12 +1,11 @@
 import { LockMode } from '@mikro-orm/core';
 import { isScope, SCOPES, type ApiKeyObject, type ApiKeyWithSecret, type CreateKeyBody, type RollKeyBody, type Scope } from '@svc/contract';
-import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type AuthedCtx as Authed } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix } from '../../lib/ids.js';
 import { ApiKey } from './entity.js';
 import { createApiKey } from './service.js';
 
-type Authed = Ctx & { auth: AuthContext };
 export type KeyRow = InstanceType<typeof ApiKey.class>;
 
 /** Default grace period of a roll: the old secret keeps working for 24 h. */

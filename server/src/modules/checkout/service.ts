@@ -1,3 +1,4 @@
+import { unixSeconds as unix } from '../../lib/time.js';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { CHAINS, resolvePolicy, type CheckoutCreated, type CreateCheckoutBody, type PaymentRequired, type RailName, type SessionView, type TrustTier } from '@svc/contract';
 import type { Ctx } from '../../http/context.js';
@@ -14,7 +15,6 @@ import { CheckoutSessionEntity, totalOf, type SessionLine, type SessionRow } fro
 import { enforceRateLimit, rateLimitWindow } from './rate-limit.js';
 import { insertSession, readCheckoutInputs, sessionRowById, type NewSession } from './store.js';
 
-const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
 export function settleCall(prefix: string, sessionId: string, rail: RailName): string {
   const body =

@@ -1,3 +1,4 @@
+import { unixSeconds } from '../../lib/time.js';
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { ServerInferResponseBody, ServerInferResponses } from '@ts-rest/core';
 import { humanOf, resolvePolicy, type contract, type ReasonCode, type SettleRejected, type TrustTier } from '@svc/contract';
@@ -109,7 +110,7 @@ export async function settleSession(ctx: Ctx, m: MerchantRow, sessionId: string,
 async function settleOnce(ctx: Ctx, m: MerchantRow, sessionId: string, body: SettleBody, baseUrl: string): Promise<SettleResult> {
   const { em, services } = ctx;
   const now = services.now();
-  const nowSec = Math.floor(now.getTime() / 1000);
+  const nowSec = unixSeconds(now);
   const s = await findSession(em, m, sessionId);
   const paymentHash = canonicalHash(body.payment);
 
@@ -310,7 +311,7 @@ async function beginCapture(
     if (!facilitator) {
       reference = settleMockRail().reference;
     } else {
-      const settled = await facilitator.settle(proof!, { nowSec: Math.floor(now.getTime() / 1000), waitMs: services.config.SVC_SETTLE_WAIT_MS, recordBroadcast: async () => undefined });
+      const settled = await facilitator.settle(proof!, { nowSec: unixSeconds(now), waitMs: services.config.SVC_SETTLE_WAIT_MS, recordBroadcast: async () => undefined });
       if (settled.status === 'failed') throw new CaptureFailure(settled.code, settled.human);
       if (settled.status !== 'settled') throw new CaptureFailure('CAPTURE_FAILED', 'The in-process facilitator did not settle.');
       reference = settled.reference;
@@ -478,11 +479,11 @@ export async function resolveHold(ctx: Ctx, m: MerchantRow, sessionId: string, a
         const p = locked.payment as { authorization: Authorization; signature: Hex };
         proof = { chain: locked.chain!, payTo: locked.payTo!, amountBaseUnits: locked.amountBaseUnits!, authorization: p.authorization, signature: p.signature };
         facilitator = facilitatorFor(services.facilitators, m.livemode);
-        if (p.authorization.validBefore < Math.floor(now.getTime() / 1000) + MIN_VALIDITY_SECONDS + APPROVAL_MIN_VALIDITY_SECONDS) {
+        if (p.authorization.validBefore < unixSeconds(now) + MIN_VALIDITY_SECONDS + APPROVAL_MIN_VALIDITY_SECONDS) {
           return { kind: 'done', resolution: await askForReauthorization(tx, services, locked, gate) };
         }
         // Canonical form (v 27/28, low s) as verified when the agent settled.
-        const verified = await facilitator.verify(proof, Math.floor(now.getTime() / 1000));
+        const verified = await facilitator.verify(proof, unixSeconds(now));
         if (!verified.ok) throw new CaptureFailure(verified.code, verified.human);
         proof = verified.proof;
         await reserveNonce(tx, now, locked, proof);

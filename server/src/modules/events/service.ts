@@ -1,3 +1,4 @@
+import { unixSeconds } from '../../lib/time.js';
 import type { EndpointTestWebhookEvent, OrderWebhookEvent, WebhookEvent } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
@@ -73,7 +74,7 @@ export class EventOutbox {
   prepare(inputs: RecordEventInput[]): { rows: NewEventRow[]; envelopes: EventEnvelope[] } {
     const made = inputs.map((input) => {
       const now = input.now ?? this.clock();
-      return { input, now, envelope: envelopeOf(newId('evt'), Math.floor(now.getTime() / 1000), input.livemode, input) };
+      return { input, now, envelope: envelopeOf(newId('evt'), unixSeconds(now), input.livemode, input) };
     });
     return {
       rows: made.map(({ input, now, envelope }) => ({

@@ -1,7 +1,7 @@
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { IngestReceipt, TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
-import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type AuthedCtx as Authed } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
@@ -11,8 +11,6 @@ import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
 import { presentOrderEvent } from '../orders/present.js';
 import { applyReportedOutcome, projectView, readReputation } from '../reputation/service.js';
 import { claimIngestReport, findIngestReport, sessionIdTakenElsewhere, setIngestReportOrder, upsertIngestedSession } from './store.js';
-
-type Authed = Ctx & { auth: AuthContext };
 
 /** The merchant a self-hosted session anchors to: an `mrch_` id of the key's project and mode. */
 async function anchor(em: Em, auth: AuthContext, merchantId: string | undefined): Promise<MerchantRow | null> {

@@ -1,3 +1,4 @@
+import { unixSeconds } from '../../lib/time.js';
 import type { Decision, SettleAccepted, Total, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
@@ -110,7 +111,7 @@ export async function acceptedWrites(
   const claims: ReceiptClaims = {
     iss: 'svc-checkout',
     sub: receiptId,
-    iat: Math.floor(now.getTime() / 1000),
+    iat: unixSeconds(now),
     sessionId: s.id,
     orderId: order.id,
     merchantId: m.id,

@@ -1,3 +1,4 @@
+import { unixSeconds } from '../../lib/time.js';
 import type { ReasonCode } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
@@ -120,7 +121,7 @@ export async function driveAttempt(
   let outcome: SettleOutcome;
   try {
     outcome = await facilitator.settle(proof, {
-      nowSec: Math.floor(services.now().getTime() / 1000),
+      nowSec: unixSeconds(services.now()),
       waitMs: services.config.SVC_SETTLE_WAIT_MS,
       recordBroadcast: async (rec) => {
         await recordBroadcast(services, attemptId, rec);

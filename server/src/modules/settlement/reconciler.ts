@@ -1,3 +1,4 @@
+import { unixSeconds } from '../../lib/time.js';
 import { LockMode } from '@mikro-orm/core';
 import { facilitatorFor } from '../../rails/index.js';
 import type { Services } from '../../http/context.js';
@@ -77,7 +78,7 @@ async function reconcileDue(services: Services, log: Services['log'], retryWarni
     }
     try {
       const outcome = a.proof
-        ? await facilitator.reconcile({ proof: a.proof, broadcasts: await broadcastsOf(em, a.id), nowSec: Math.floor(services.now().getTime() / 1000) })
+        ? await facilitator.reconcile({ proof: a.proof, broadcasts: await broadcastsOf(em, a.id), nowSec: unixSeconds(services.now()) })
         : ({ status: 'failed', code: 'CAPTURE_FAILED', human: 'The settlement was interrupted before anything was sent.' } as const);
       const result = await resolveAttempt(services, a.id, outcome);
       if (result.kind !== 'pending') log.info({ attempt: a.id, session: a.sessionId, outcome: result.kind }, 'settlement attempt reconciled');

@@ -10,7 +10,7 @@ import type { z } from 'zod';
 import { LockMode } from '@mikro-orm/core';
 import type { WebhookEventDetail } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type AuthedCtx } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
 import type { Services } from '../../http/context.js';
@@ -30,8 +30,6 @@ import {
   listAttemptsOfEvent,
   listDeliveriesOfEvent,
 } from './store.js';
-
-type AuthedCtx = Ctx & { auth: AuthContext };
 
 /** Endpoints per project and mode (fan-out cost grows with each one). */
 export const MAX_ENDPOINTS = 16;

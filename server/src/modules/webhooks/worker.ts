@@ -1,3 +1,4 @@
+import { unixSeconds } from '../../lib/time.js';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { DeadlockException } from '@mikro-orm/core';
@@ -174,7 +175,7 @@ export function startWebhookWorker(services: Services, opts: WebhookWorkerOption
     const c = h.claim;
     await stampSending(c.attemptId);
     if (killed) return;
-    const t = Math.floor(services.now().getTime() / 1000);
+    const t = unixSeconds(services.now());
     const outcome: AttemptOutcome = await postWebhook(
       {
         url: c.url,

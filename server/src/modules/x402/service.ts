@@ -1,3 +1,4 @@
+import { unixSeconds } from '../../lib/time.js';
 import { resolvePolicy, X402PaymentPayload, type ReasonCode, type SettleBody as SettleRequestBody } from '@svc/contract';
 import type { Hex } from 'viem';
 import type { Ctx } from '../../http/context.js';
@@ -141,7 +142,7 @@ export async function buyItem(
     // written: a forged `from` cannot open sessions or cost anyone reputation.
     const checked = await checkProof(
       { chain: due.chain, payTo: due.payTo, amountBaseUnits: due.amountBaseUnits, authorization: payment.authorization, signature: payment.signature as Hex },
-      Math.floor(ctx.services.now().getTime() / 1000),
+      unixSeconds(ctx.services.now()),
       ctx.services.signers,
     );
     if (!checked.ok) return refusal402(due, checked.code, checked.human, prior?.id);

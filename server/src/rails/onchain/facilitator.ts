@@ -25,7 +25,6 @@ import {
   authorizationAt,
   chainSnapshot,
   type ChainSnapshot,
-  hashesOf,
   isRpcUnavailable,
   judgeUsedBeforeUs,
   mapRevert,
@@ -36,6 +35,7 @@ import {
   usedAuthorizationOutcome,
   usdcBalance,
 } from '../evm-reads.js';
+import { judgeAuthorizationOnChain } from '../reconcile.js';
 import type {
   BroadcastRecord,
   Facilitator,
@@ -282,6 +282,11 @@ export class OnchainFacilitator implements Facilitator {
     }
   }
 
+  /** What reconcile's shared first half reads with (rails/reconcile.ts). */
+  private get chainReads() {
+    return { guard: this.guard, client: this.client, token: this.token, logLookbackBlocks: this.opts.logLookbackBlocks };
+  }
+
   /**
    * Every judgement is made at one block B (chainSnapshot): used at B means settled (or, for a
    * payer who canceled the authorization, failed: usedAuthorizationOutcome); unused
@@ -291,18 +296,11 @@ export class OnchainFacilitator implements Facilitator {
    * mix of older and newer reads.
    */
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
-    const { proof, broadcasts } = input;
-    // Judged on another chain or token, a transfer that moved would read as never sent and be released.
-    await this.guard.ready();
-    const at = await chainSnapshot(this.client);
-    const state = await authorizationAt(this.client, this.token, proof, at);
-    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks, at);
-    if (state === 'expired') {
-      return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain before any transaction carrying it was mined.' };
-    }
+    const judged = await judgeAuthorizationOnChain(this.chainReads, input, 'The authorization expired on chain before any transaction carrying it was mined.');
+    if ('outcome' in judged) return judged.outcome;
     let alive: Hex | null = null;
-    for (const b of broadcasts) {
-      if (await this.stillAlive(b, at)) alive = b.txHash;
+    for (const b of input.broadcasts) {
+      if (await this.stillAlive(b, judged.openAt)) alive = b.txHash;
     }
     if (alive) return { status: 'pending', reference: alive };
     return { status: 'failed', code: 'CAPTURE_FAILED', human: 'No transaction carrying the authorization can still be mined; it was never sent, reverted or was replaced.' };
