@@ -1,8 +1,7 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JWK } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/lib/canonical-json.js';
-import { sha256 } from '../../src/lib/crypto.js';
-import { generateEd25519 } from '../../src/lib/crypto.js';
+import { generateEd25519, sha256 } from '../../src/lib/crypto.js';
 import { verifyReceipt } from '@svc/sdk';
 import { importReceiptKey, inputFingerprint, signReceipt, type ReceiptClaims } from '../../src/modules/gate/receipt.js';
 
