@@ -15,6 +15,7 @@ import {
 import type { Services } from './services.js';
 import { LOGIN_USAGE, LoginError, runLogin } from './cli-login.js';
 import { readOperatorFile } from './modules/operator/channel.js';
+import { UsageError } from './modules/operator/command.js';
 
 export const USAGE = `usage: npm run svc -- <command> [options]
 
@@ -35,8 +36,6 @@ options:
 Opens the same database as the server (DATABASE_URL, or the embedded PGlite in SVC_DATA_DIR;
 while a server holds that directory the command runs in it over its local operator channel).
 Results on stdout, logs on stderr; a usage error exits 2.`;
-
-export class UsageError extends Error {}
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 type Command = {

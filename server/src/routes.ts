@@ -14,6 +14,7 @@ import { webhooksRoutes } from './modules/webhooks/routes.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { operatorRoutes } from './modules/operator/routes.js';
 import { x402Routes } from './modules/x402/routes.js';
+import { runCli } from './cli.js';
 
 /**
  * The whole contract, one resource router per module (`modules/<feature>/routes.ts`). Express
@@ -35,6 +36,6 @@ export const router = initServer().router(contract, {
   webhooks: webhooksRoutes,
   keys: keysRoutes,
   auth: authRoutes,
-  operator: operatorRoutes,
+  operator: operatorRoutes(runCli),
   x402: x402Routes,
 });

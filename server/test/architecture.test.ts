@@ -43,7 +43,6 @@ const ALLOW: readonly string[] = [
   'up: http/auth.ts -> modules/operator/channel.ts',
   'up: lib/metrics.ts -> modules/settlement/store.ts',
   'up: lib/metrics.ts -> modules/webhooks/store.ts',
-  'up: modules/operator/routes.ts -> cli.ts',
   'via: modules/accounts/service.ts -> modules/auth/entity.ts',
   'via: modules/agent/cache.ts -> modules/merchants/service.ts',
   'via: modules/agent/discovery.ts -> modules/catalog/service.ts',
