@@ -83,8 +83,8 @@ export function transferTypedData(chain: ChainName, auth: Authorization, domainN
 /**
  * The EIP-712 digest of a TransferWithAuthorization: what viem's `hashTypedData` of
  * `transferTypedData(chain, auth)` returns, computed from its fixed layout instead: the
- * domain separator of the chain (computed at load), then two keccak-256 (the struct, then 0x1901 ‖ domain ‖
- * struct) over 224 and 66 bytes. viem's generic encoder takes 0.14 ms for the same answer on
+ * chain's domain separator (computed at load), then two keccak-256 (the struct, then 0x1901 ‖
+ * domain ‖ struct) over 224 and 66 bytes. viem's generic encoder takes 0.14 ms for the same answer on
  * the settle's request thread; unit/eip712.test.ts checks the two agree.
  */
 export function transferDigest(chain: ChainName, auth: Authorization): Hex {
