@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import { DeadlockException } from '@mikro-orm/core';
 import type { Services } from '../../services.js';
 import { createAgents, postWebhook, WEBHOOK_TIMEOUT_MS, WEBHOOK_USER_AGENT, type Agents, type AttemptOutcome } from './deliver.js';
-import { claimDueDeliveries, extendLeases, markSending, MAX_ATTEMPTS, recordAttempts, releaseClaims, type ClaimedDelivery, type RecordedAttempt } from './store.js';
+import { claimDueDeliveries, MAX_ATTEMPTS, recordAttempts, type ClaimedDelivery, type RecordedAttempt } from './queue.js';
+import { extendLeases, markSending, releaseClaims } from './store.js';
 import { signatureHeader } from './signature.js';
 import { outboundRules } from '../../lib/ssrf.js';
 
