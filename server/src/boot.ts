@@ -11,6 +11,7 @@ import { Mailer } from './modules/auth/mail.js';
 import { OperatorChannel } from './modules/operator/channel.js';
 import { createFacilitators, type ProcessSlot } from './rails/index.js';
 import { createMetrics } from './lib/metrics.js';
+import { metricsCollectors } from './metrics-collectors.js';
 import { defaultSignerThreads, SignerRecovery } from './lib/signer-recovery.js';
 import { AgentReadCache } from './modules/agent/cache.js';
 import { defaultDomainProofIo } from './modules/merchants/domain.js';
@@ -78,7 +79,7 @@ export async function createServices(
     signers,
     wake,
     caches: { agent: agentCache, issuerKeys: new Map() },
-    metrics: createMetrics(orm, log),
+    metrics: createMetrics(log, metricsCollectors(orm)),
     mailer: new Mailer(config, log),
     operator: new OperatorChannel(),
     domainProof: defaultDomainProofIo(),
