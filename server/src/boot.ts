@@ -4,9 +4,9 @@ import { RequestDbBudget } from './db/request-budget.js';
 import { resolveMasterKey, SecretBox } from './lib/crypto.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import type { Services } from './services.js';
-import { EventOutbox } from './modules/events/service.js';
-import { webhookFanOut } from './modules/webhooks/service.js';
-import { CommitWake } from './modules/webhooks/wake.js';
+import { EventOutbox } from './modules/events/index.js';
+import { CommitWake, webhookFanOut } from './modules/webhooks/index.js';
+import { reorderOrderEventObject } from './modules/orders/present.js';
 import { Mailer } from './modules/auth/mail.js';
 import { OperatorChannel } from './modules/operator/channel.js';
 import { createFacilitators, type ProcessSlot } from './rails/index.js';
@@ -84,7 +84,7 @@ export async function createServices(
     operator: new OperatorChannel(),
     domainProof: defaultDomainProofIo(),
     // Reads services.now at each call, so a clock replaced later (tests) is the one used.
-    events: new EventOutbox(() => services.now(), webhookFanOut(wake)),
+    events: new EventOutbox(() => services.now(), webhookFanOut(wake), reorderOrderEventObject),
   };
   return services;
 }

@@ -1,7 +1,7 @@
 import type { Orm } from './db/orm.js';
 import type { MetricsCollectors, PoolFigures } from './lib/metrics.js';
 import { countAttemptsByStatus } from './modules/settlement/store.js';
-import { webhookQueueStats } from './modules/webhooks/store.js';
+import { webhookQueueStats } from './modules/webhooks/index.js';
 
 /**
  * The database figures `GET /metrics` reads at each scrape (lib/metrics.ts), wired here from

@@ -14,8 +14,7 @@ import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
 import type { Services } from '../../services.js';
 import { lockProjectForInserts } from '../accounts/store.js';
-import { bytesOfStoredEvent, type EventFanOut } from '../events/service.js';
-import { findEventRow, listEventRows, type EventRow } from '../events/store.js';
+import { findEventRow, listEventRows, type EventFanOut, type EventRow } from '../events/index.js';
 import type { WebhookEndpointRow } from './entity.js';
 import { newWebhookSecret } from './signature.js';
 import { checkWebhookUrl, outboundRules } from './url.js';
@@ -255,7 +254,7 @@ export async function replayEvent(ctx: AuthedCtx, id: string) {
   return ctx.em.transactional(async (tx) => {
     const ev = await findEvent(tx, ctx.auth, id);
     const event = parsePayload(ev.payload);
-    await freezeEventBody(tx, ev.id, bytesOfStoredEvent(event));
+    await freezeEventBody(tx, ev.id, ctx.services.events.bytesOfStoredEvent(event));
     const endpointIds = await enqueueAndWake(tx, ctx.services.wake, event, ctx.auth, true);
     return respondIn(ctx, tx, 200, { event_id: ev.id, deliveries: endpointIds.map((endpoint_id) => ({ endpoint_id, status: 'pending' as const })) });
   });

@@ -384,7 +384,7 @@ export const EVENT_FAN_OUT_CTES = `fanned as (
 
 /**
  * An event no endpoint received when it was recorded (or recorded before webhooks existed) has
- * no stored bytes yet: stores `bytes` (events/service.ts `bytesOfStoredEvent`) unless some are.
+ * no stored bytes yet: stores `bytes` (events/service.ts `EventOutbox.bytesOfStoredEvent`) unless some are.
  */
 export async function freezeEventBody(tx: Em, eventId: string, bytes: string): Promise<void> {
   await runSql(tx, 'insert into webhook_event_bodies (event_id, body) values ($1, $2) on conflict (event_id) do nothing', [eventId, bytes]);
