@@ -5,7 +5,7 @@ import { newId } from './lib/ids.js';
 import { requestContext } from './http/context.js';
 import type { Services } from './services.js';
 import { authMiddleware } from './http/auth.js';
-import { errorHandler, notFoundHandler, validationErrorHandler } from './http/errors.js';
+import { errorHandler, notFoundHandler, sendCode, validationErrorHandler } from './http/errors.js';
 import { bodyGuardMiddleware } from './http/body-guard.js';
 import { hostRequired, requestTargetGuard } from './http/request-target-guard.js';
 import { idempotencyMiddleware } from './http/idempotency.js';
@@ -122,7 +122,14 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
   });
 
   // GET /metrics (Prometheus): an operator endpoint with its own bearer token, outside the contract.
-  app.get('/metrics', metricsHandler(services.metrics, { token: services.config.SVC_METRICS_TOKEN, production: services.config.NODE_ENV === 'production' }));
+  app.get(
+    '/metrics',
+    metricsHandler(services.metrics, {
+      token: services.config.SVC_METRICS_TOKEN,
+      production: services.config.NODE_ENV === 'production',
+      unauthorized: (res) => sendCode(res, 'UNAUTHENTICATED', 'GET /metrics needs Authorization: Bearer <SVC_METRICS_TOKEN>.'),
+    }),
+  );
 
   // GET /openapi.json and GET /docs (Redoc served locally): public, outside the contract.
   app.use(docsRouter());

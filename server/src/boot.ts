@@ -5,13 +5,14 @@ import { RequestDbBudget } from './db/request-budget.js';
 import { resolveMasterKey, SecretBox } from './lib/crypto.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import type { Services } from './services.js';
-import { EventOutbox } from './modules/events/service.js';
-import { webhookFanOut } from './modules/webhooks/service.js';
-import { CommitWake } from './modules/webhooks/wake.js';
+import { EventOutbox } from './modules/events/index.js';
+import { CommitWake, webhookFanOut } from './modules/webhooks/index.js';
+import { reorderOrderEventObject } from './modules/orders/present.js';
 import { Mailer } from './modules/auth/mail.js';
 import { OperatorChannel } from './modules/operator/channel.js';
 import { createFacilitators, type ProcessSlot } from './rails/index.js';
 import { createMetrics } from './lib/metrics.js';
+import { metricsCollectors } from './metrics-collectors.js';
 import { defaultSignerThreads, SignerRecovery } from './lib/signer-recovery.js';
 import { AgentReadCache } from './modules/agent/cache.js';
 import { defaultDomainProofIo } from './modules/merchants/domain.js';
@@ -79,12 +80,12 @@ export async function createServices(
     signers,
     wake,
     caches: { agent: agentCache, issuerKeys: new Map() },
-    metrics: createMetrics(orm, log),
+    metrics: createMetrics(log, metricsCollectors(orm)),
     mailer: new Mailer(config, log),
     operator: new OperatorChannel(),
     domainProof: defaultDomainProofIo(),
     // Reads services.now at each call, so a clock replaced later (tests) is the one used.
-    events: new EventOutbox(() => services.now(), webhookFanOut(wake)),
+    events: new EventOutbox(() => services.now(), webhookFanOut(wake), reorderOrderEventObject),
   };
   return services;
 }

@@ -11,7 +11,7 @@ import { findMerchant, type MerchantRow } from '../merchants/service.js';
 import { formatAtScale } from '../../lib/money.js';
 import { lastDays } from '../../lib/time.js';
 import { countHeldSessions } from '../checkout/store.js';
-import { countFailingEndpoints } from '../webhooks/store.js';
+import { countFailingEndpoints } from '../webhooks/index.js';
 import { presentOrder } from './present.js';
 import { listOrderRows, summarizeOrderDays, type OrderDayFigures } from './store.js';
 

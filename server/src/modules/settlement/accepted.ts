@@ -11,7 +11,7 @@ import type { Verdict } from '../gate/verdict.js';
 import type { MerchantRow } from '../merchants/service.js';
 import { OrderEntity, ReceiptEntity, type OrderRow, type ReceiptRow } from '../orders/entity.js';
 import { presentOrderEvent } from '../orders/present.js';
-import type { RecordEventInput } from '../events/service.js';
+import type { RecordEventInput } from '../events/index.js';
 import { applyOutcomes, NEUTRAL_SCORE, outcomeDeltas, type SessionOutcome } from '../reputation/service.js';
 import { writeAcceptedAttempt } from './store.js';
 

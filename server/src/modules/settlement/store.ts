@@ -1,7 +1,6 @@
 import type { Em } from '../../db/orm.js';
 import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
-import type { NewEventRow } from '../events/store.js';
-import { eventCtes } from '../events/store.js';
+import { eventCtes, type NewEventRow } from '../events/index.js';
 import type { OrderRow, ReceiptRow } from '../orders/entity.js';
 import { reputationCtes, type ReputationDelta } from '../reputation/store.js';
 import type { SessionRow } from '../checkout/entity.js';
