@@ -11,7 +11,7 @@ import {
   listApiKeys,
   listProjects,
   revokeApiKey,
-} from './modules/accounts/service.js';
+} from './modules/accounts/index.js';
 import type { Services } from './services.js';
 import { LOGIN_USAGE, LoginError, runLogin } from './cli-login.js';
 import { readOperatorFile } from './modules/operator/channel.js';
