@@ -3,7 +3,7 @@ import type { Manifest, CatalogItem } from '@svc/contract';
 import type { Em, Orm } from '../../db/orm.js';
 import { ChannelListener, type ListenerOptions } from '../../db/listener.js';
 import type { Logger } from '../../lib/logger.js';
-import type { MerchantRow } from '../merchants/service.js';
+import type { MerchantRow } from '../merchants/index.js';
 
 /** What the agent read routes need of a merchant: a plain copy, never an ORM entity shared across requests. */
 export type MerchantSnapshot = Pick<
