@@ -6,6 +6,7 @@ import { newId } from '../../lib/ids.js';
 import type { AuthContext, Mode } from '../../http/context.js';
 import {
   findDefaultProject,
+  findDefaultProjectAfresh,
   findKeyById,
   findKeyByLookup,
   findProject,
@@ -33,7 +34,7 @@ export async function defaultProject(em: Em, now: Date): Promise<ProjectRow> {
   try {
     return await createProject(em, 'Default project', { isDefault: true, now });
   } catch (err) {
-    const again = await findDefaultProject(em.fork());
+    const again = await findDefaultProjectAfresh(em);
     if (again) return again;
     throw err;
   }

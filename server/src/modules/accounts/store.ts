@@ -35,6 +35,11 @@ export async function findDefaultProject(em: Em): Promise<ProjectRow | null> {
   return em.findOne(Project, { isDefault: true });
 }
 
+/** The same read on a fresh EntityManager (after a failed insert, the caller's own cannot be used). */
+export async function findDefaultProjectAfresh(em: Em): Promise<ProjectRow | null> {
+  return findDefaultProject(em.fork());
+}
+
 export async function findProject(em: Em, id: string): Promise<ProjectRow | null> {
   return em.findOne(Project, { id });
 }
