@@ -98,19 +98,17 @@ export function lenientCaller(req: Request): (em: Em) => Promise<AuthContext | n
   const { services } = ctxOf(req);
   const { authenticators } = req;
   if (!authenticators) throw new Error('auth middleware missing on a contract route');
-  const authenticate = authenticators.apiKey;
-  const authenticateSession = authenticators.session;
   return async (em) => {
     try {
       const bearer = req.headers.authorization;
       if (bearer !== undefined) {
         const m = /^Bearer\s+(\S+)\s*$/i.exec(bearer);
-        return m ? await authenticate(em, m[1]!, services.now()) : null;
+        return m ? await authenticators.apiKey(em, m[1]!, services.now()) : null;
       }
       const legacy = req.get('x-svc-api-key');
-      if (legacy !== undefined) return await authenticate(em, legacy.trim(), services.now());
+      if (legacy !== undefined) return await authenticators.apiKey(em, legacy.trim(), services.now());
       const token = sessionCookieOf(req);
-      if (token !== undefined) return await authenticateSession(em, token, services.now(), { mode: req.get('svc-mode'), projectId: req.get('svc-project') });
+      if (token !== undefined) return await authenticators.session(em, token, services.now(), { mode: req.get('svc-mode'), projectId: req.get('svc-project') });
       return null;
     } catch {
       return null;
