@@ -1,6 +1,6 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
-import { keysRoutes, meRoutes } from './modules/accounts/routes.js';
+import { keysRoutes } from './modules/accounts/routes.js';
 import { agentRoutes } from './modules/agent/routes.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
@@ -11,10 +11,9 @@ import { policyRoutes } from './modules/policy/routes.js';
 import { receivingRoutes } from './modules/receiving/routes.js';
 import { reputationRoutes } from './modules/reputation/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
-import { authRoutes } from './modules/auth/routes.js';
+import { authRoutes, meRoutes } from './modules/auth/routes.js';
 import { operatorRoutes } from './modules/operator/routes.js';
 import { x402Routes } from './modules/x402/routes.js';
-import { runCli } from './cli.js';
 
 /**
  * The whole contract, one resource router per module (`modules/<feature>/routes.ts`). Express
@@ -36,6 +35,6 @@ export const router = initServer().router(contract, {
   webhooks: webhooksRoutes,
   keys: keysRoutes,
   auth: authRoutes,
-  operator: operatorRoutes(runCli),
+  operator: operatorRoutes,
   x402: x402Routes,
 });

@@ -6,7 +6,7 @@ import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
 import { MerchantEntity } from '../merchants/entity.js';
-import type { MerchantRow } from '../merchants/service.js';
+import type { MerchantRow } from '../merchants/index.js';
 import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
 import { presentOrderEvent } from '../orders/present.js';
 import { applyReportedOutcome, projectView, readReputation } from '../reputation/service.js';

@@ -7,7 +7,7 @@ import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
 import { sessionView } from '../checkout/service.js';
 import { resolveHold } from '../checkout/settle.js';
 import { MerchantEntity } from '../merchants/entity.js';
-import { findMerchant, type MerchantRow } from '../merchants/service.js';
+import { findMerchant, type MerchantRow } from '../merchants/index.js';
 import { formatAtScale } from '../../lib/money.js';
 import { lastDays } from '../../lib/time.js';
 import { countHeldSessions } from '../checkout/store.js';

@@ -8,7 +8,7 @@ import { totalOf } from '../checkout/entity.js';
 import { importReceiptKey, inputFingerprint, signReceipt, type ReceiptClaims, type ReceiptSigningKey } from '../gate/receipt.js';
 import type { MandateResult } from '../gate/mandate.js';
 import type { Verdict } from '../gate/verdict.js';
-import type { MerchantRow } from '../merchants/service.js';
+import type { MerchantRow } from '../merchants/index.js';
 import { OrderEntity, ReceiptEntity, type OrderRow, type ReceiptRow } from '../orders/entity.js';
 import { presentOrderEvent } from '../orders/present.js';
 import type { RecordEventInput } from '../events/index.js';

@@ -8,7 +8,7 @@ import type { Services } from '../../http/context.js';
 import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
 import { lockSessionRow, releaseMandateSubjects, releasePaymentNonces } from '../checkout/store.js';
 import { MerchantEntity } from '../merchants/entity.js';
-import type { MerchantRow } from '../merchants/service.js';
+import type { MerchantRow } from '../merchants/index.js';
 import { applyOutcome } from '../reputation/service.js';
 import { merchantRowById } from '../merchants/store.js';
 import { entityById } from '../../db/sql.js';

@@ -7,13 +7,13 @@ import { ApiError } from '../../lib/errors.js';
 import { findUnstorableJson } from '../../http/body-guard.js';
 import { cartTotals, toBaseUnits } from '../../lib/money.js';
 import { agentRails, merchantByRef } from '../agent/discovery.js';
-import { findCatalogItem } from '../catalog/service.js';
+import { findCatalogItem } from '../catalog/index.js';
 import type { SessionRow } from '../checkout/entity.js';
 import { createCheckout, findSession, findSessionByIdempotencyKey } from '../checkout/service.js';
 import { settleSession, type SettleResult } from '../checkout/settle.js';
 import { checkProof } from '../../lib/eip3009.js';
-import type { MerchantRow } from '../merchants/service.js';
-import { activePolicy } from '../policy/service.js';
+import type { MerchantRow } from '../merchants/index.js';
+import { activePolicy } from '../policy/index.js';
 import { payerAgentId } from './agent-id.js';
 import {
   canonicalPayment,
