@@ -31,7 +31,11 @@ type Mutant = {
   what: string;
 };
 
-const SETTLE = 'server/src/modules/checkout/settle.ts';
+const SETTLE = 'server/src/modules/settlement/settle.ts';
+const OUTCOME = 'server/src/modules/settlement/outcome.ts';
+const CAPTURE = 'server/src/modules/settlement/capture.ts';
+const FINISH = 'server/src/modules/settlement/finish.ts';
+const REVIEW = 'server/src/modules/settlement/review.ts';
 const CHECKOUT_STORE = 'server/src/modules/checkout/store.ts';
 const ENGINE = 'server/src/modules/settlement/engine.ts';
 const ACCEPTED = 'server/src/modules/settlement/accepted.ts';
@@ -41,25 +45,25 @@ const M_ORDERS = 'server/src/migrations/Migration20261121000002AgentProtocol.ts'
 const M_SETTLEMENT = 'server/src/migrations/Migration20261123000001Settlement.ts';
 
 export const MUTANTS: Mutant[] = [
-  // The settle route (checkout/settle.ts)
-  { id: 'S1', file: SETTLE, find: "new Set(['accepted', 'rejected', 'held'])", replace: "new Set(['accepted', 'rejected'])", tests: ['agent-hold'], what: 'a held session is not terminal for a repeated settle' },
-  { id: 'S2', file: SETTLE, find: 'if (s.settlePaymentHash === paymentHash) return settlementPending(s);', replace: 'return settlementPending(s);', tests: ['live-settle'], grep: 'does not mine', what: 'another payment while settling is told pending, not 409' },
-  { id: 'S3', file: SETTLE, find: "if (s.state === 'expired' || now > s.expiresAt) {", replace: "if (s.state === 'expired') {", tests: ['agent-limits', 'agent-checkout'], what: 'a session past its lifetime still settles' },
+  // The settle workflow and the hold review (settlement/settle.ts, outcome.ts, capture.ts, finish.ts, review.ts)
+  { id: 'S1', file: OUTCOME, find: "new Set(['accepted', 'rejected', 'held'])", replace: "new Set(['accepted', 'rejected'])", tests: ['agent-hold'], what: 'a held session is not terminal for a repeated settle' },
+  { id: 'S2', file: OUTCOME, find: 'if (s.settlePaymentHash === paymentHash) return settlementPending(s);', replace: 'return settlementPending(s);', tests: ['live-settle'], grep: 'does not mine', what: 'another payment while settling is told pending, not 409' },
+  { id: 'S3', file: SETTLE, find: "if (sessionStateAt(s, input.now) === 'expired') {", replace: "if (s.state === 'expired') {", tests: ['agent-limits', 'agent-checkout'], what: 'a session past its lifetime still settles' },
   { id: 'S4', file: SETTLE, find: "if (m.livemode) throw new ApiError('TEST_MODE_RAIL_FORBIDDEN');", replace: '', tests: ['agent-settle', 'agent-orders'], what: 'the mock rail on a live merchant' },
   { id: 'S5', file: SETTLE, find: "if (mandate.present && !mandate.ok && mandate.code === 'MANDATE_ISSUER_UNAVAILABLE') {", replace: 'if (false) {', tests: ['agent-mandate'], what: 'an unreachable mandate issuer rejects for good' },
   { id: 'S6', file: SETTLE, find: "if (locked.state !== (approved ? 'approved' : 'awaiting_payment')) throw new ApiError('SESSION_EXPIRED');", replace: '', tests: ['agent-limits', 'agent-hold'], what: 'the state is not re-read under the row lock' },
   { id: 'S7', file: SETTLE, find: 'if (proof) checkNonceHolder(locked, inputs.nonceHolder);', replace: '', tests: ['agent-settle', 'gate-pins'], what: 'a replayed authorization is not refused' },
-  { id: 'S8', file: SETTLE, find: 'if (holder === s.id) return;', replace: 'if (holder) return;', tests: ['agent-settle', 'gate-pins'], what: "another session's reservation counts as ours" },
-  { id: 'S9', file: SETTLE, find: "await releaseReservations(tx, s.id);\n  const now = ctx.services.now();\n  s.state = 'rejected';", replace: "const now = ctx.services.now();\n  s.state = 'rejected';", tests: ['agent-policy', 'agent-settle', 'agent-mandate'], what: 'a rejection keeps the authorization and mandate reserved' },
-  { id: 'S10', file: SETTLE, find: 'await applyOutcome(tx, s.id, \'agent\', s.agentId, outcome, now);\n  const result = rejected(', replace: 'const result = rejected(', tests: ['agent-reputation', 'agent-policy'], what: 'a rejection does not cost the agent reputation' },
+  { id: 'S8', file: CAPTURE, find: 'if (holder === s.id) return;', replace: 'if (holder) return;', tests: ['agent-settle', 'gate-pins'], what: "another session's reservation counts as ours" },
+  { id: 'S9', file: FINISH, find: "await releaseReservations(tx, s.id);\n  const now = ctx.services.now();\n  s.state = 'rejected';", replace: "const now = ctx.services.now();\n  s.state = 'rejected';", tests: ['agent-policy', 'agent-settle', 'agent-mandate'], what: 'a rejection keeps the authorization and mandate reserved' },
+  { id: 'S10', file: FINISH, find: 'await applyOutcome(tx, s.livemode, s.id, \'agent\', s.agentId, input.outcome, now);\n  const result = rejected(', replace: 'const result = rejected(', tests: ['agent-reputation', 'agent-policy'], what: 'a rejection does not cost the agent reputation' },
   { id: 'S11', file: SETTLE, find: "if (gate.verdict.decision === 'hold') return done(", replace: 'if (false) return done(', tests: ['agent-hold'], what: 'a hold verdict captures at once' },
   { id: 'S12', file: SETTLE, find: "const outcome = err.code === 'NONCE_ALREADY_USED' ? 'replay_attempt' : 'payment_invalid';", replace: "const outcome = 'payment_invalid';", tests: ['agent-settle', 'agent-reputation'], what: 'a replay costs what a bad proof costs' },
-  { id: 'S13', file: SETTLE, find: 'const expired = !!locked.holdExpiresAt && now > locked.holdExpiresAt;', replace: 'const expired = false;', tests: ['agent-hold'], what: 'a hold can be approved after its review window' },
-  { id: 'S14', file: SETTLE, find: '+ MIN_VALIDITY_SECONDS + APPROVAL_MIN_VALIDITY_SECONDS) {', replace: '+ MIN_VALIDITY_SECONDS) {', tests: ['agent-hold'], what: 'approval broadcasts an authorization about to expire' },
-  { id: 'S15', file: SETTLE, find: "await reserveNonce(tx, now, locked, proof);\n      }\n      const began", replace: '}\n      const began', tests: ['agent-hold'], what: 'approval does not re-reserve the nonce' },
-  { id: 'S16', file: SETTLE, find: "await releasePaymentNonces(tx, s.id);\n  s.state = 'approved';", replace: "s.state = 'approved';", tests: ['agent-hold'], what: 'asking for a new authorization keeps the old nonce reserved' },
-  { id: 'S17', file: SETTLE, find: 'if (opts.penalize) await applyOutcome(', replace: 'if (true) await applyOutcome(', tests: ['agent-hold'], what: 'a lapsed review costs the agent reputation' },
-  { id: 'S18', file: SETTLE, find: 'await releaseReservations(tx, s.id);\n  const order = s.orderId', replace: 'const order = s.orderId', tests: ['agent-hold'], what: 'a declined hold keeps its reservations' },
+  { id: 'S13', file: REVIEW, find: 'const expired = reviewWindowLapsed(locked, now);', replace: 'const expired = false;', tests: ['agent-hold'], what: 'a hold can be approved after its review window' },
+  { id: 'S14', file: REVIEW, find: '+ MIN_VALIDITY_SECONDS + APPROVAL_MIN_VALIDITY_SECONDS) {', replace: '+ MIN_VALIDITY_SECONDS) {', tests: ['agent-hold'], what: 'approval broadcasts an authorization about to expire' },
+  { id: 'S15', file: REVIEW, find: "await reserveNonce({ tx, now, session: locked, proof });\n  }\n  const began", replace: '}\n  const began', tests: ['agent-hold'], what: 'approval does not re-reserve the nonce' },
+  { id: 'S16', file: REVIEW, find: "await releasePaymentNonces(tx, s.id);\n  s.state = 'approved';", replace: "s.state = 'approved';", tests: ['agent-hold'], what: 'asking for a new authorization keeps the old nonce reserved' },
+  { id: 'S17', file: FINISH, find: 'if (input.penalize) await applyOutcome(', replace: 'if (true) await applyOutcome(', tests: ['agent-hold'], what: 'a lapsed review costs the agent reputation' },
+  { id: 'S18', file: FINISH, find: 'await releaseReservations(tx, s.id);\n  const order = s.orderId', replace: 'const order = s.orderId', tests: ['agent-hold'], what: 'a declined hold keeps its reservations' },
 
   // The gate's inputs (checkout/store.ts)
   { id: 'V1', file: CHECKOUT_STORE, find: "state in ('accepted', 'held', 'approved', 'settling')", replace: "state in ('accepted', 'held', 'approved')", tests: ['live-settle'], grep: 'velocity', what: 'velocity does not count sessions settling on chain' },
@@ -85,7 +89,7 @@ export const MUTANTS: Mutant[] = [
   { id: 'A5', file: ACCEPTED, find: 'inputFingerprint: inputFingerprint(gate.fingerprintInputs),', replace: 'inputFingerprint: inputFingerprint({}),', tests: ['gate-pins'], what: "the receipt's fingerprint binds no input" },
   { id: 'A6', file: ACCEPTED, find: '    total: totalOf(s),\n    reasonCodes', replace: "    total: { ...totalOf(s), total: '0.00' },\n    reasonCodes", tests: ['agent-settle', 'gate-pins'], what: 'the receipt states another total' },
   { id: 'T1', file: SETTLEMENT_STORE, find: "::text and status = 'pending' returning session_id", replace: '::text returning session_id', tests: ['live-settle'], grep: 'two resolvers', what: 'phase 3 writes over an attempt already resolved' },
-  { id: 'T2', file: SETTLEMENT_STORE, find: 'where id = (select session_id from a) and id = ', replace: 'where id = ', tests: ['live-settle'], grep: 'two resolvers', what: 'the session is accepted whether or not the attempt was settled by this statement' },
+  { id: 'T2', file: CHECKOUT_STORE, find: 'where id = (select session_id from ${attemptCte}) and id = ', replace: 'where id = ', tests: ['live-settle'], grep: 'two resolvers', what: 'the session is accepted whether or not the attempt was settled by this statement' },
 
   // The database's invariants: funds moved iff one order, one receipt, one order.settled (a migration
   // mutated in place only for the run; its SQL keys the PGlite template, so tests make the database by initdb)
@@ -97,8 +101,8 @@ export const MUTANTS: Mutant[] = [
   { id: 'D6', file: M_SETTLEMENT, find: "constraint settlement_attempts_settled_ref check (status <> 'settled' or reference is not null),", replace: '', tests: ['settlement-constraints'], what: 'a settled attempt without a reference' },
 
   // The settlement worker (settlement/reconciler.ts)
-  { id: 'R1', file: RECONCILER, find: "heldLapsed ? 'REVIEW_WINDOW_EXPIRED' : 'SESSION_EXPIRED', { penalize: false });", replace: "heldLapsed ? 'REVIEW_WINDOW_EXPIRED' : 'SESSION_EXPIRED', { penalize: true });", tests: ['agent-hold'], what: 'a lapsed review costs the agent reputation' },
-  { id: 'R2', file: RECONCILER, find: "{ state: 'held', holdExpiresAt: { $lt: now } }, ", replace: '', tests: ['agent-hold'], what: 'lapsed holds are never swept' },
+  { id: 'R1', file: RECONCILER, find: "heldLapsed ? 'REVIEW_WINDOW_EXPIRED' : 'SESSION_EXPIRED', penalize: false });", replace: "heldLapsed ? 'REVIEW_WINDOW_EXPIRED' : 'SESSION_EXPIRED', penalize: true });", tests: ['agent-hold'], what: 'a lapsed review costs the agent reputation' },
+  { id: 'R2', file: CHECKOUT_STORE, find: "{ state: 'held', holdExpiresAt: { $lt: now } }, ", replace: '', tests: ['agent-hold'], what: 'lapsed holds are never swept' },
 ];
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

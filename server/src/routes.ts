@@ -1,19 +1,19 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { keysRoutes } from './modules/accounts/routes.js';
-import { agentRoutes } from './modules/agent/routes.js';
+import { agentRoutes, x402Routes } from './modules/agent/routes.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { merchantsRoutes } from './modules/merchants/routes.js';
-import { ordersRoutes, sessionsRoutes } from './modules/orders/routes.js';
+import { ordersRoutes } from './modules/orders/routes.js';
+import { sessionsRoutes } from './modules/settlement/routes.js';
 import { policyRoutes } from './modules/policy/routes.js';
 import { receivingRoutes } from './modules/receiving/routes.js';
 import { reputationRoutes } from './modules/reputation/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
 import { authRoutes, meRoutes } from './modules/auth/routes.js';
 import { operatorRoutes } from './modules/operator/routes.js';
-import { x402Routes } from './modules/x402/routes.js';
 
 /**
  * The whole contract, one resource router per module (`modules/<feature>/routes.ts`). Express

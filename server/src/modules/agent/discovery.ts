@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { resolvePolicy, type Manifest, type RailName } from '@svc/contract';
+import { resolvePolicy, type Manifest } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix } from '../../lib/ids.js';
 import { effectiveRails, findPublishedMerchantBySlug, findPublishedMerchantIdByDomain, loadMerchantById, type MerchantRow } from '../merchants/index.js';
 import { listCatalogItems } from '../catalog/index.js';
 import { activePolicy } from '../policy/index.js';
+import { agentRails } from '../checkout/index.js';
 import type { CachedManifest, MerchantSnapshot } from './cache.js';
 
 const notFound = () => new ApiError('NOT_FOUND', 'No such merchant, or it has not published yet.');
@@ -34,11 +35,6 @@ export async function merchantByRef(em: Em, ref: string): Promise<MerchantRow> {
  */
 export async function merchantRefByDomain(em: Em, host: string): Promise<string | null> {
   return findPublishedMerchantIdByDomain(em, host.toLowerCase());
-}
-
-/** Rails agents can use: enabled, configured, valid in the mode and allowed by the active policy. */
-export function agentRails(m: Pick<MerchantRow, 'rails' | 'receiving' | 'livemode'>, allowed: RailName[] | null): RailName[] {
-  return effectiveRails(m.rails, m.receiving).filter((r) => !(m.livemode && r === 'mock') && (!allowed || allowed.includes(r)));
 }
 
 /**

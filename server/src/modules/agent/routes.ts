@@ -1,9 +1,9 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { agentPrefixOf, ctxOf, publicBaseUrl } from '../../http/context.js';
-import { etagMatches } from './discovery.js';
-import { paymentTransportOf, sendX402 } from '../x402/routes.js';
-import { agentCatalog, agentJwks, agentManifest, openCheckout, pollCheckout, settleCheckout } from './service.js';
+import { buyItem, paymentTransportOf, sendX402, settleAnyTransport } from '../x402/index.js';
+import { etagMatches, merchantByRef } from './discovery.js';
+import { agentCatalog, agentJwks, agentManifest, currentMerchant, openCheckout, pollCheckout } from './service.js';
 
 const s = initServer();
 
@@ -27,7 +27,27 @@ export const agentRoutes = s.router(contract.agent, {
     body: await openCheckout(ctxOf(req), params.merchant, agentPrefixOf(req, params.merchant), body),
   }),
   getCheckout: async ({ req, params }) => ({ status: 200, body: await pollCheckout(ctxOf(req), params.merchant, params.id) }),
-  // JSON body or x402 headers (PAYMENT-SIGNATURE / X-PAYMENT): one settle path, answered in the payer's transport.
-  settle: async ({ req, res, params, body }) =>
-    sendX402(res, await settleCheckout(ctxOf(req), params.merchant, params.id, body, { ...paymentTransportOf(req), baseUrl: publicBaseUrl(req) })),
+  // JSON body or x402 headers (PAYMENT-SIGNATURE / X-PAYMENT): one payment for the settlement
+  // workflow (settlement/settle.ts settleSession), answered in the payer's transport (modules/x402).
+  settle: async ({ req, res, params, body }) => {
+    const ctx = ctxOf(req);
+    const transport = { ...paymentTransportOf(req), baseUrl: publicBaseUrl(req) };
+    return sendX402(res, await settleAnyTransport(ctx, await currentMerchant(ctx, params.merchant), params.id, body, transport));
+  },
+});
+
+/** The paid resource per catalog item (contract `x402.resource`), under the same /m/<merchant>/ prefix: modules/x402 buyItem. */
+export const x402Routes = s.router(contract.x402, {
+  resource: async ({ req, res, params, query, headers }) => {
+    const ctx = ctxOf(req);
+    const purchase = {
+      prefix: agentPrefixOf(req, params.merchant),
+      sku: params.sku,
+      qty: query.qty ? Number(query.qty) : 1,
+      baseUrl: publicBaseUrl(req),
+      agentId: headers['x-agent-id'],
+      ...paymentTransportOf(req),
+    };
+    return sendX402(res, await buyItem(ctx, await merchantByRef(ctx.em, params.merchant), purchase));
+  },
 });

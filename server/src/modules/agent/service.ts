@@ -1,7 +1,6 @@
-import type { CreateCheckoutBody, SettleBody } from '@svc/contract';
-import { settleAnyTransport, type X402Transport } from '../x402/service.js';
+import type { CreateCheckoutBody } from '@svc/contract';
 import type { Ctx } from '../../http/context.js';
-import { createCheckout, findSession, sessionView } from '../checkout/service.js';
+import { createCheckout, findSession, sessionView } from '../checkout/index.js';
 import { listCatalogItems, presentCatalogItem } from '../catalog/index.js';
 import { publicJwk } from '../merchants/index.js';
 import { hasPrefix } from '../../lib/ids.js';
@@ -69,8 +68,8 @@ export async function agentRefForHost(ctx: Ctx, host: string): Promise<string | 
   return id;
 }
 
-/** For the write paths: the merchant row from the database; a cached entry older than it is dropped. */
-async function currentMerchant(ctx: Ctx, ref: string) {
+/** For the write paths (checkout, settle): the merchant row from the database; a cached entry older than it is dropped. */
+export async function currentMerchant(ctx: Ctx, ref: string) {
   const m = await merchantByRef(ctx.em, ref);
   ctx.services.caches.agent.sawConfigVersion(m.id, m.configVersion);
   return m;
@@ -83,9 +82,4 @@ export async function openCheckout(ctx: Ctx, ref: string, prefix: string, body: 
 export async function pollCheckout(ctx: Ctx, ref: string, sessionId: string) {
   const m = await currentMerchant(ctx, ref);
   return sessionView(await findSession(ctx.em, m, sessionId), ctx.services.now());
-}
-
-/** Settle with the JSON body or the x402 headers (modules/x402): one settle path, settleSession. */
-export async function settleCheckout(ctx: Ctx, ref: string, sessionId: string, body: SettleBody | undefined, transport: X402Transport) {
-  return settleAnyTransport(ctx, await currentMerchant(ctx, ref), sessionId, body, transport);
 }

@@ -6,7 +6,7 @@ import { randomToken, sha256 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { addOrganizationWithProject, createApiKey, findKeyByIdOrFail, findProject, findProjectOrFail, firstProjectOfOrganization, presentKey } from '../accounts/index.js';
-import { consumeRateLimit } from '../checkout/rate-limit.js';
+import { consumeRateLimit } from '../checkout/index.js';
 import { confirmSignInPage, linkGonePage } from './pages.js';
 import {
   findDeviceForUpdate,

@@ -1,4 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import type { GateContext } from '../gate/index.js';
 import type { ChainName, MandateInput, PaymentRequired, RailName, SessionState, SessionView, Total, VerdictView } from '@svc/contract';
 
 /** A session line as the session view shows it, plus the catalog row it was priced from. */
@@ -42,7 +43,7 @@ export const CheckoutSessionEntity = defineEntity({
     policyVersion: p.integer().nullable(),
     policyHash: p.string().nullable(),
     /** The gate's result while held or settling, so approval and phase 3 use exactly what was gated. */
-    gate: p.json<Record<string, unknown>>().nullable(),
+    gate: p.json<GateContext>().nullable(),
     /** Why the last attempt to pay failed (shown on the poll until the next settle). */
     paymentError: p.json<NonNullable<SessionView['paymentError']>>().nullable(),
     createdAt: p.datetime().columnType('timestamptz'),

@@ -1,19 +1,19 @@
 import { unixSeconds as unix } from '../../lib/time.js';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { CHAINS, resolvePolicy, type CheckoutCreated, type CreateCheckoutBody, type PaymentRequired, type RailName, type SessionView, type TrustTier } from '@svc/contract';
-import type { Ctx } from '../../http/context.js';
+import type { AuthContext, Ctx } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
-import { entityById } from '../../db/sql.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
-import { newId } from '../../lib/ids.js';
+import { hasPrefix, newId } from '../../lib/ids.js';
 import { cartTotals, lineTotal, toBaseUnits } from '../../lib/money.js';
-import { agentRails } from '../agent/discovery.js';
+import { effectiveRails, findProjectMerchant } from '../merchants/index.js';
 import type { MerchantRow } from '../merchants/index.js';
 import { railSettles } from '../policy/index.js';
-import { CheckoutSessionEntity, totalOf, type SessionLine, type SessionRow } from './entity.js';
+import { totalOf, type SessionLine, type SessionRow } from './entity.js';
 import { enforceRateLimit, rateLimitWindow } from './rate-limit.js';
-import { insertSession, readCheckoutInputs, sessionRowById, type NewSession } from './store.js';
+import { reviewWindowLapsed, sessionStateAt } from './state.js';
+import { findSessionRow, insertSession, readCheckoutInputs, sessionById, sessionByIdempotencyKey, type NewSession } from './store.js';
 
 
 export function settleCall(prefix: string, sessionId: string, rail: RailName): string {
@@ -58,6 +58,11 @@ export function paymentRequiredOf(s: Pick<SessionRow, 'expiresAt' | 'rail' | 'ch
     eip712Domain: null,
     validUntil,
   };
+}
+
+/** Rails agents can use: enabled, configured, valid in the mode and allowed by the active policy. */
+export function agentRails(m: Pick<MerchantRow, 'rails' | 'receiving' | 'livemode'>, allowed: RailName[] | null): RailName[] {
+  return effectiveRails(m.rails, m.receiving).filter((r) => !(m.livemode && r === 'mock') && (!allowed || allowed.includes(r)));
 }
 
 /** Picks the requested rail or the first one the merchant offers, policy allows and the mode permits. */
@@ -167,29 +172,42 @@ export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, i
 }
 
 async function findIdempotentCreate(em: Em, agentId: string, key: string, requestHash: string): Promise<CheckoutCreated | null> {
-  const prior = await em.findOne(CheckoutSessionEntity, { agentId, idempotencyKey: key });
+  const prior = await sessionByIdempotencyKey(em, { agentId, idempotencyKey: key });
   if (!prior) return null;
   if (prior.requestHash !== requestHash) throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This idempotency_key was already used by this agent with a different request.');
   return JSON.parse(prior.createResponse!) as CheckoutCreated;
 }
 
 export async function findSession(em: Em, m: Pick<MerchantRow, 'id'>, id: string): Promise<SessionRow> {
-  const s = await entityById(em, CheckoutSessionEntity, id, sessionRowById);
+  const s = await sessionById(em, id);
   if (!s || s.merchantId !== m.id) throw new ApiError('SESSION_NOT_FOUND');
   return s;
 }
 
 /** The session an agent opened with this idempotency key at this merchant, if any (x402 purchases key on the payment). */
 export async function findSessionByIdempotencyKey(em: Em, merchantId: string, agentId: string, key: string): Promise<SessionRow | null> {
-  return em.findOne(CheckoutSessionEntity, { merchantId, agentId, idempotencyKey: key });
+  return sessionByIdempotencyKey(em, { merchantId, agentId, idempotencyKey: key });
+}
+
+/** A session of one of the key's merchants (project and mode), else 404. */
+export async function sessionForMerchantKey(em: Em, auth: AuthContext, id: string): Promise<{ session: SessionRow; merchant: MerchantRow }> {
+  const session = hasPrefix(id, 'sess') ? await findSessionRow(em, id) : null;
+  const merchant = session ? await findProjectMerchant(em, { id: session.merchantId, projectId: auth.projectId, livemode: auth.livemode }) : null;
+  if (!session || !merchant) throw new ApiError('NOT_FOUND', 'No such session.');
+  return { session, merchant };
+}
+
+/** GET /v1/sessions/<id>: the poll view of one of the key's sessions. */
+export async function getMerchantSession(ctx: Ctx & { auth: AuthContext }, id: string) {
+  const { session } = await sessionForMerchantKey(ctx.em, ctx.auth, id);
+  return sessionView(session, ctx.services.now());
 }
 
 /** The poll view of decisions.md (camelCase, unix seconds). */
 export function sessionView(s: SessionRow, now: Date, reviewNext?: string): SessionView {
-  const expired = (s.state === 'awaiting_payment' || s.state === 'approved') && now > s.expiresAt;
   // A hold nobody reviewed in its window is rejected; the merchant's next approve/decline commits it.
-  const lapsed = s.state === 'held' && !!s.holdExpiresAt && now > s.holdExpiresAt;
-  const state = expired ? 'expired' : lapsed ? 'rejected' : s.state;
+  const lapsed = reviewWindowLapsed(s, now);
+  const state = sessionStateAt(s, now);
   const verdict = s.verdict && lapsed ? { ...s.verdict, decision: 'reject' as const, reasonCodes: ['REVIEW_WINDOW_EXPIRED'] } : s.verdict;
   const view: SessionView = {
     id: s.id,

@@ -1,13 +1,55 @@
+import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
-import { runSql, sqlParams } from '../../db/sql.js';
-import type { SessionRow } from './entity.js';
+import { entityById, runSql, sqlParams, type SqlParams } from '../../db/sql.js';
+import { CheckoutSessionEntity, type SessionRow } from './entity.js';
 
 /**
- * Data access for the checkout tables that are reached with SQL: `checkout_sessions` is an
- * entity (./entity.ts), and the statements below are the ones an entity would make slower
- * or racy on the settle path (atomic reservations, an advisory lock, a counting window, an
- * atomic counter). Nothing outside this file writes SQL for these tables.
+ * Data access for `checkout_sessions` (an entity, ./entity.ts), `payment_nonces`,
+ * `mandate_subjects` and `rate_limit_buckets`: every ORM call and statement on them. SQL is
+ * used where an entity would be slower or racy on the settle path (atomic reservations, an
+ * advisory lock, a counting window, an atomic counter). Nothing outside this file queries
+ * these tables, except the accepted-settle statement (settlement/store.ts), which takes its
+ * session update from `acceptSessionSql` below.
  */
+
+/** A session by id as the unit of work holds it, else by one prepared statement. */
+export async function sessionById(em: Em, id: string): Promise<SessionRow | null> {
+  return entityById(em, CheckoutSessionEntity, id, sessionRowById);
+}
+
+/** A session by id through the ORM (the merchant API's session read). */
+export async function findSessionRow(em: Em, id: string): Promise<SessionRow | null> {
+  return em.findOne(CheckoutSessionEntity, { id });
+}
+
+/** The session an agent opened with this idempotency key (at one merchant, when given). */
+export async function sessionByIdempotencyKey(em: Em, key: { merchantId?: string; agentId: string; idempotencyKey: string }): Promise<SessionRow | null> {
+  return em.findOne(CheckoutSessionEntity, key.merchantId === undefined ? { agentId: key.agentId, idempotencyKey: key.idempotencyKey } : { merchantId: key.merchantId, agentId: key.agentId, idempotencyKey: key.idempotencyKey });
+}
+
+/** The session's row locked for the rest of the transaction, read afresh (the hold review). */
+export async function lockSession(tx: Em, id: string): Promise<SessionRow> {
+  return tx.findOneOrFail(CheckoutSessionEntity, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+}
+
+/** The same, or null when it is gone (the settlement worker's sweep). */
+export async function lockSessionIfAny(tx: Em, id: string): Promise<SessionRow | null> {
+  return tx.findOne(CheckoutSessionEntity, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+}
+
+/** Up to `limit` sessions whose review or re-sign window passed (their ids only), for the worker to reject. */
+export async function lapsedSessionIds(em: Em, now: Date, limit: number): Promise<Array<{ id: string }>> {
+  return em.find(
+    CheckoutSessionEntity,
+    { $or: [{ state: 'held', holdExpiresAt: { $lt: now } }, { state: 'approved', expiresAt: { $lt: now } }] },
+    { fields: ['id'], limit },
+  );
+}
+
+/** A raw `checkout_sessions` row (from a statement that joined it) as the unit of work's entity. */
+export function mapSessionRow(em: Em, row: Record<string, unknown>): SessionRow {
+  return em.map(CheckoutSessionEntity, row);
+}
 
 /** Marks a session expired unless another request moved it on (one guarded update, no row load). */
 export async function expireSession(em: Em, sessionId: string): Promise<void> {
@@ -28,19 +70,29 @@ export async function reserveMandateSubject(tx: Em, sessionId: string, issuer: s
 export type NonceKey = { chain: string; payer: string; nonce: string };
 
 /**
+ * The authorization's replay reservation, written once for both statements that take it
+ * (`reservePaymentNonce`, `readGateInputs`), over the caller's placeholders: `won` is a CTE that
+ * inserts (chain, payer, nonce) for the session unless another holds it (nothing without a
+ * chain), `holder` the session holding it after that insert.
+ */
+function nonceReservationSql(p: { sessionId: string; now: string; chain: string; payer: string; nonce: string }): { won: string; holder: string } {
+  return {
+    won: `won as (
+       insert into payment_nonces (chain, payer, nonce, session_id, created_at)
+       select ${p.chain}::text, ${p.payer}::text, ${p.nonce}::text, ${p.sessionId}::text, ${p.now}::timestamptz where ${p.chain}::text is not null
+       on conflict do nothing returning session_id)`,
+    holder: `coalesce((select session_id from won), (select session_id from payment_nonces where chain = ${p.chain} and payer = ${p.payer} and nonce = ${p.nonce}))`,
+  };
+}
+
+/**
  * Reserves an authorization's (chain, payer, nonce) for the session by primary key. Returns
  * the session holding it: this one when the insert won, another on a replay (undefined when
  * the holder committed after this statement's snapshot: a replay too). One statement.
  */
 export async function reservePaymentNonce(tx: Em, sessionId: string, k: NonceKey, now: Date): Promise<string | undefined> {
-  const rows = await runSql<{ holder: string | null }>(
-    tx,
-    `with won as (
-       insert into payment_nonces (chain, payer, nonce, session_id, created_at) values ($1, $2, $3, $4, $5)
-       on conflict do nothing returning session_id)
-     select coalesce((select session_id from won), (select session_id from payment_nonces where chain = $1 and payer = $2 and nonce = $3)) as holder`,
-    [k.chain, k.payer, k.nonce, sessionId, now],
-  );
+  const nonce = nonceReservationSql({ chain: '$1', payer: '$2', nonce: '$3', sessionId: '$4', now: '$5' });
+  const rows = await runSql<{ holder: string | null }>(tx, `with ${nonce.won} select ${nonce.holder} as holder`, [k.chain, k.payer, k.nonce, sessionId, now]);
   return rows[0]?.holder ?? undefined;
 }
 
@@ -48,23 +100,24 @@ export async function reservePaymentNonce(tx: Em, sessionId: string, k: NonceKey
  * The settle's locks, in one round trip: the session row (FOR UPDATE, its latest version) and
  * the gate's advisory lock of (merchant, agent), which velocity and daily caps need (they count the agent's other sessions, which row locks on this session do not cover). Only settles take the gate
  * lock, so taking both in one statement cannot deadlock with the other writers of the row.
- * Returns the raw row (the caller maps it onto its entity), or undefined when it is gone.
+ * Returns the session as the unit of work's entity, or undefined when it is gone.
  */
-export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: string, agentId: string): Promise<Record<string, unknown> | undefined> {
+export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: string, agentId: string): Promise<SessionRow | undefined> {
   const rows = await runSql(
     tx,
     `select s.*, pg_advisory_xact_lock(hashtextextended($2, 0)) as gate_locked from checkout_sessions s where s.id = $1 for update of s`,
     [sessionId, `gate:${merchantId}:${agentId}`],
   );
   const row = rows[0];
-  if (row) delete row.gate_locked;
-  return row;
+  if (!row) return undefined;
+  delete row.gate_locked;
+  return mapSessionRow(tx, row);
 }
 
-/** The session's row, locked until the transaction ends (phase 3, after its attempt's; prepared). */
-export async function lockSessionRow(tx: Em, sessionId: string): Promise<Record<string, unknown> | undefined> {
+/** The session's row, locked until the transaction ends (phase 3, after its attempt's; prepared), as the unit of work's entity. */
+export async function lockSessionRow(tx: Em, sessionId: string): Promise<SessionRow | undefined> {
   const [row] = await runSql(tx, 'select * from checkout_sessions where id = $1 for update', [sessionId]);
-  return row;
+  return row ? mapSessionRow(tx, row) : undefined;
 }
 
 /** A session's row by primary key (prepared; the ORM would build the query anew per request). */
@@ -96,6 +149,7 @@ export async function readGateInputs(
   nonce: NonceKey | null,
   now: Date,
 ): Promise<GateInputs> {
+  const reservation = nonceReservationSql({ sessionId: '$1', now: '$5', chain: '$6', payer: '$7', nonce: '$8' });
   const rows = await runSql<{
     score: number | null;
     adjustment: number | null;
@@ -108,10 +162,7 @@ export async function readGateInputs(
     nonce_holder: string | null;
   }>(
     tx,
-    `with won as (
-       insert into payment_nonces (chain, payer, nonce, session_id, created_at)
-       select $6::text, $7::text, $8::text, $1, $5 where $6::text is not null
-       on conflict do nothing returning session_id),
+    `with ${reservation.won},
      velocity as (
        select count(*) filter (where created_at > $5::timestamptz - interval '1 hour') as last_hour,
               count(*) as last_day,
@@ -123,7 +174,7 @@ export async function readGateInputs(
             (select adjustment from reputation_adjustments where project_id = $10 and livemode = $9 and subject_type = 'agent' and subject_id = $4) as adjustment,
             v.last_hour, v.last_day, v.day_spend,
             p.version as policy_version, p.hash as policy_hash, p.body::text as policy_body,
-            coalesce((select session_id from won), (select session_id from payment_nonces where chain = $6 and payer = $7 and nonce = $8)) as nonce_holder
+            ${reservation.holder} as nonce_holder
      from velocity v left join policy_versions p on p.merchant_id = $2 and p.active`,
     [s.id, s.merchantId, s.agentId, s.agentSubject, now, nonce?.chain ?? null, nonce?.payer ?? null, nonce?.nonce ?? null, s.livemode, s.projectId],
   );
@@ -237,3 +288,36 @@ export async function countHeldSessions(em: Em, scope: { projectId: string; live
   );
   return Number(rows[0]?.n ?? 0);
 }
+
+/*
+ * The session's part of settlement's multi-table statements (settlement/store.ts): built here,
+ * with the caller's parameters, so the session's columns are named in this module only.
+ */
+
+/** Whether a hosted session has this id (one `?`: the id), for a guard that reads several modules' tables in one statement (ingest). */
+export const HOSTED_SESSION_ID_SQL = 'select 1 from checkout_sessions where id = ?';
+
+/** Phase 1's session update (`settling`, with the gate's columns), for the statement that also inserts the attempt. */
+export function settlingSessionSql({ $, json }: SqlParams, s: SessionRow): string {
+  return `update checkout_sessions set state = ${$(s.state)}::text, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
+       policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)},
+       payment_error = ${json(s.paymentError)}, verdict = ${json(s.verdict)}, gate = ${json(s.gate)}
+     where id = ${$(s.id)}::text returning id`;
+}
+
+/** The session's columns an accepted settle writes. */
+export type AcceptedSession = Pick<
+  SessionRow,
+  'settledAt' | 'orderId' | 'receiptId' | 'receiptJws' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse' | 'policyVersion' | 'policyHash' | 'payment'
+>;
+
+/** The accepted settle's session update: `accepted`, only when the attempt CTE `attemptCte` returned this session. */
+export function acceptSessionSql({ $, json }: SqlParams, sessionId: string, s: AcceptedSession, attemptCte: string): string {
+  return `update checkout_sessions set state = 'accepted', settled_at = ${$(s.settledAt ?? null)}::timestamptz, order_id = ${$(s.orderId)}::text,
+         receipt_id = ${$(s.receiptId)}::text, receipt_jws = ${$(s.receiptJws)}::text, settlement_ref = ${$(s.settlementRef)}::text,
+         verdict = ${json(s.verdict)}, payment_error = null, gate = null, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
+         settle_status = ${$(s.settleStatus)}::int, settle_response = ${$(s.settleResponse)}::text,
+         policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)}
+       where id = (select session_id from ${attemptCte}) and id = ${$(sessionId)}::text returning id`;
+}
+

@@ -1,11 +1,8 @@
 import { unixSeconds } from '../../lib/time.js';
 import { compactVerify, createRemoteJWKSet, customFetch, decodeProtectedHeader, errors as joseErrors, type FetchImplementation } from 'jose';
-import type { MandateInput as MandateBody, MandateType, ReasonCode } from '@svc/contract';
+import type { MandateInput, MandateType, ReasonCode } from '@svc/contract';
 import { compareDecimal } from '../../lib/money.js';
 import { checkOutboundUrl, guardedGet, untilBudget, type OutboundRules, type Resolver } from '../../lib/ssrf.js';
-
-/** The checkout's mandate as the agent sent it, if it sent one. */
-export type MandateInput = MandateBody | null | undefined;
 
 export type MandateResult = {
   type: MandateType;
@@ -143,9 +140,9 @@ function classify(err: unknown): { code: ReasonCode; human: string } {
  * Verifies a mandate and binds it to this checkout (decisions.md "Mandates and trust").
  * Failures carry one code, checked in order: shape, issuer keys, signature, claims, expiry,
  * decision, merchant, agent, currency and amount. Replay (MANDATE_REPLAY) is not checked here:
- * the gate reserves `ref` under a unique constraint.
+ * the gate reserves `ref` under a unique constraint. `input` is the checkout's mandate as the agent sent it, if any.
  */
-export async function verifyMandate(input: MandateInput, ctx: MandateContext): Promise<MandateResult> {
+export async function verifyMandate(input: MandateInput | null | undefined, ctx: MandateContext): Promise<MandateResult> {
   if (input == null || input.type === 'none') return { type: 'none', present: false, ok: true, ref: null };
   const type = input.type;
   const fail = (code: ReasonCode, human: string, extra: Partial<MandateResult> = {}): MandateResult => ({

@@ -7,6 +7,9 @@ export { RECEIPT_TYP, type ReceiptClaims };
 /** A merchant's receipt signing key as the signer takes it: the (non-extractable) private key and its kid. */
 export type ReceiptSigningKey = { key: Awaited<ReturnType<typeof importJWK>>; kid: string };
 
+/** Each merchant's imported receipt key, per process (services.caches.receiptKeys; settlement/accepted.ts fills it). */
+export type ReceiptKeys = Map<string, Promise<ReceiptSigningKey>>;
+
 /** Imports a receipt seed (base64url `d` and public `x` of an Ed25519 JWK) for `signReceipt`. */
 export async function importReceiptKey(key: { d: string; x: string; kid: string }): Promise<ReceiptSigningKey> {
   return { key: await importJWK({ kty: 'OKP', crv: 'Ed25519', d: key.d, x: key.x }, 'EdDSA'), kid: key.kid };

@@ -113,3 +113,9 @@ export function evaluatePolicy(input: VerdictInput): Verdict {
   if (hold) return { decision: 'hold', tier, reasonCodes: ['HOLD_FOR_REVIEW'], signals };
   return { decision: 'accept', tier, reasonCodes: ['OK'], signals };
 }
+
+/**
+ * What the gate decided and on which inputs: stored on the session (its `gate` column) while
+ * held, approved or settling, so approval and phase 3 use exactly what was gated.
+ */
+export type GateContext = { mandate: MandateResult; verdict: Verdict; policyVersion: number; policyHash: string; fingerprintInputs: Record<string, unknown> };

@@ -1,21 +1,20 @@
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { IngestReceipt, TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
+import { DecimalString, IngestReceipt, TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
 import { respondIn, type AuthContext, type AuthedCtx as Authed } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
-import { MerchantEntity } from '../merchants/entity.js';
+import { findProjectMerchant } from '../merchants/index.js';
 import type { MerchantRow } from '../merchants/index.js';
-import { OrderEntity, ReceiptEntity } from '../orders/entity.js';
-import { presentOrderEvent } from '../orders/present.js';
-import { applyReportedOutcome, projectView, readReputation } from '../reputation/service.js';
+import { addOrder, addReceipt, orderOfSession, orderRow, presentOrderEvent, receiptRow } from '../orders/index.js';
+import { applyReportedOutcome, projectView, readReputation } from '../reputation/index.js';
 import { claimIngestReport, findIngestReport, sessionIdTakenElsewhere, setIngestReportOrder, upsertIngestedSession } from './store.js';
 
 /** The merchant a self-hosted session anchors to: an `mrch_` id of the key's project and mode. */
 async function anchor(em: Em, auth: AuthContext, merchantId: string | undefined): Promise<MerchantRow | null> {
   if (!merchantId || !hasPrefix(merchantId, 'mrch')) return null;
-  return em.findOne(MerchantEntity, { id: merchantId, projectId: auth.projectId, livemode: auth.livemode });
+  return findProjectMerchant(em, { id: merchantId, projectId: auth.projectId, livemode: auth.livemode });
 }
 
 function requireAgent(session: IngestSession): string {
@@ -23,7 +22,8 @@ function requireAgent(session: IngestSession): string {
   return session.agentId;
 }
 
-const isDecimal = (v: unknown) => typeof v === 'string' && /^\d{1,12}(\.\d{1,8})?$/.test(v);
+/** The contract's decimal-string rule for money. */
+const isDecimal = (v: unknown) => DecimalString.safeParse(v).success;
 function totalOf(session: IngestSession): Total | null {
   const t = session.total;
   if (!t || !isDecimal(t.subtotal) || !isDecimal(t.tax) || !isDecimal(t.total)) return null;
@@ -32,26 +32,24 @@ function totalOf(session: IngestSession): Total | null {
 
 function newIngestOrder(tx: Em, now: Date, m: MerchantRow, session: IngestSession, agentId: string, decision: Decision, rail: string) {
   const tier = TrustTier.safeParse(session.verdict?.tier);
-  return tx.create(OrderEntity, {
-    id: newId('ord'),
-    sessionId: session.id,
-    projectId: m.projectId,
-    merchantId: m.id,
-    livemode: m.livemode,
-    agentId,
-    decision,
-    total: totalOf(session),
-    items: (session.lines ?? []).map((l) => ({ sku: l.sku, qty: l.qty })),
-    railName: rail,
-    settlementRef: null,
-    receiptId: null,
-    mandateType: session.mandate?.type ?? 'none',
-    mandateRef: session.mandate?.ref ?? null,
-    trustTier: tier.success ? tier.data : 'standard',
-    buyer: session.buyer ?? null,
-    source: 'ingest',
-    createdAt: now,
-  });
+  return addOrder(
+    tx,
+    orderRow({
+      sessionId: session.id,
+      merchant: m,
+      agentId,
+      decision,
+      total: totalOf(session),
+      items: (session.lines ?? []).map((l) => ({ sku: l.sku, qty: l.qty })),
+      railName: rail,
+      mandateType: session.mandate?.type ?? 'none',
+      mandateRef: session.mandate?.ref ?? null,
+      trustTier: tier.success ? tier.data : 'standard',
+      buyer: session.buyer ?? null,
+      source: 'ingest',
+      now,
+    }),
+  );
 }
 
 /**
@@ -131,14 +129,14 @@ export async function ingestOrder(ctx: Authed, input: { session: IngestSession; 
     const eventIds: string[] = [];
     if (m) {
       // A session reported held earlier and accepted now keeps its order id.
-      const held = await tx.findOne(OrderEntity, { sessionId: session.id, merchantId: m.id });
+      const held = await orderOfSession(tx, session.id, m.id);
       const order = held ?? newIngestOrder(tx, now, m, session, agentId, 'accept', input.settlement.rail ?? session.railName ?? 'x402');
       order.decision = 'accept';
       receiptId = newId('rcpt');
       order.settlementRef = input.settlement.reference;
       order.receiptId = receiptId;
       await tx.flush();
-      tx.create(ReceiptEntity, { id: receiptId, orderId: order.id, sessionId: session.id, merchantId: m.id, jws: input.receipt, claims, createdAt: now });
+      addReceipt(tx, receiptRow({ id: receiptId, orderId: order.id, sessionId: session.id, merchantId: m.id, jws: input.receipt, claims, now }));
       await tx.flush();
       orderId = order.id;
       const object = presentOrderEvent(order);
@@ -177,7 +175,7 @@ export async function ingestDecision(ctx: Authed, session: IngestSession) {
     }
     const eventIds: string[] = [];
     if (m) {
-      const existing = await tx.findOne(OrderEntity, { sessionId: session.id, merchantId: m.id });
+      const existing = await orderOfSession(tx, session.id, m.id);
       if (existing && existing.decision === 'accept') {
         throw new ApiError('VALIDATION_FAILED', 'body.session: this session was already ingested as an accepted order.');
       }

@@ -1,9 +1,12 @@
 import type { Em } from '../../db/orm.js';
+import { HOSTED_SESSION_ID_SQL } from '../checkout/index.js';
+import { FOREIGN_ORDER_OF_SESSION_SQL } from '../orders/index.js';
 
 /**
  * Data access for `ingest_log` and `ingested_sessions` (SQL only: a report claims its slot
  * with one insert-or-nothing on the primary key, a session report is one atomic upsert, and
- * the cross-project guard is one statement over four tables).
+ * the cross-project guard is one statement over four tables, whose `checkout_sessions` and
+ * `orders` parts come from their owners' stores). Orders are written through modules/orders.
  */
 
 export type IngestScope = { projectId: string; livemode: boolean };
@@ -59,9 +62,8 @@ export async function setIngestReportOrder(tx: Em, scope: IngestScope, kind: Ing
  */
 export async function sessionIdTakenElsewhere(em: Em, scope: IngestScope, sessionId: string, merchantId: string | null): Promise<boolean> {
   const rows = await em.execute(
-    `select 1 from checkout_sessions where id = ?
-     union all select 1 from orders where session_id = ?
-       and not (source = 'ingest' and project_id = ? and livemode = ? and (cast(? as text) is null or merchant_id = ?))
+    `${HOSTED_SESSION_ID_SQL}
+     union all ${FOREIGN_ORDER_OF_SESSION_SQL}
      union all select 1 from ingest_log where session_id = ? and not (project_id = ? and livemode = ?)
      union all select 1 from ingested_sessions where session_id = ? and not (project_id = ? and livemode = ?)
      limit 1`,

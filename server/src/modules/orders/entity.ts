@@ -1,6 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import type { Decision, MandateType, OrderEventObject, OrderSource, Total, TrustTier } from '@svc/contract';
-import { SettlementAttemptEntity } from '../settlement/entity.js';
 
 export const OrderEntity = defineEntity({
   name: 'Order',
@@ -25,10 +24,11 @@ export const OrderEntity = defineEntity({
     /** `hosted` (gated and settled here) or `ingest` (reported by a self-hosted checkout); every insert names it (no default). */
     source: p.string().$type<OrderSource>(),
     /**
-     * Accepted hosted orders: the settled attempt that moved the funds (a constraint requires it).
-     * A relation mapped to its key: one flush inserts the attempt before the order.
+     * Accepted hosted orders: the settled attempt that moved the funds (orders_settlement_attempt_fk
+     * requires it). A plain column, not a relation: settlement sits above orders, and the
+     * constraint is checked at commit, so a flush may write the attempt and the order in any order.
      */
-    settlementAttemptId: () => p.manyToOne(SettlementAttemptEntity).mapToPk().fieldName('settlement_attempt_id').nullable(),
+    settlementAttemptId: p.string().fieldName('settlement_attempt_id').nullable(),
     settlementStatus: p.string().$type<'settled'>().nullable(),
     createdAt: p.datetime().columnType('timestamptz'),
   },

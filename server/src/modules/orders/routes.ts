@@ -1,7 +1,7 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { authed } from '../../http/context.js';
-import { approveHeldSession, declineHeldSession, getMerchantSession, listOrders, ordersSummary } from './service.js';
+import { listOrders, ordersSummary } from './service.js';
 
 const s = initServer();
 
@@ -12,11 +12,4 @@ export const ordersRoutes = s.router(contract.orders, {
     const ctx = authed(req);
     return { status: 200, body: await listOrders(ctx.em, ctx.auth, query) };
   },
-});
-
-/** /v1/sessions/<id>: the merchant's view of a checkout session and the hold review. */
-export const sessionsRoutes = s.router(contract.sessions, {
-  get: async ({ req, params }) => ({ status: 200, body: await getMerchantSession(authed(req), params.id) }),
-  approve: async ({ req, params }) => approveHeldSession(authed(req), params.id),
-  decline: async ({ req, params }) => ({ status: 200, body: await declineHeldSession(authed(req), params.id) }),
 });

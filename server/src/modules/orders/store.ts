@@ -1,13 +1,62 @@
 import type { Decision, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
+import type { SqlParams } from '../../db/sql.js';
 import type { DayWindow } from '../../lib/time.js';
-import { OrderEntity, type OrderRow } from './entity.js';
+import { OrderEntity, ReceiptEntity, type OrderRow, type ReceiptRow } from './entity.js';
 
 /**
  * Data access for `orders` (an entity, ./entity.ts, written by settlement and ingest). The feed
  * is an entity query; the summary is SQL: money is summed by the database as `numeric` (a
  * JavaScript number would round), in one statement over the days it covers.
  */
+
+/**
+ * The order's and the receipt's parts of settlement's accepted-settle statement
+ * (settlement/store.ts writeAcceptedAttempt), built here with the caller's parameters: each
+ * inserts its row only when the CTE it selects from returned one (`from`.id: the session, the order).
+ */
+export function insertOrderSql({ $, json }: SqlParams, o: OrderRow, from: string): string {
+  return `insert into orders (id, session_id, project_id, merchant_id, livemode, agent_id, decision, total, items, rail_name, settlement_ref,
+         receipt_id, mandate_type, mandate_ref, trust_tier, buyer, source, settlement_attempt_id, settlement_status, created_at)
+       select ${$(o.id)}::text, ${from}.id, ${$(o.projectId)}::text, ${$(o.merchantId)}::text, ${$(o.livemode)}::boolean, ${$(o.agentId)}::text,
+         ${$(o.decision)}::text, ${json(o.total)}, ${json(o.items)}, ${$(o.railName)}::text, ${$(o.settlementRef)}::text, ${$(o.receiptId)}::text,
+         ${$(o.mandateType)}::text, ${$(o.mandateRef)}::text, ${$(o.trustTier)}::text, ${json(o.buyer)}, ${$(o.source)}::text,
+         ${$(o.settlementAttemptId)}::text, ${$(o.settlementStatus)}::text, ${$(o.createdAt)}::timestamptz
+       from ${from} returning id`;
+}
+
+export function insertReceiptSql({ $, json }: SqlParams, r: ReceiptRow, from: string): string {
+  return `insert into receipts (id, order_id, session_id, merchant_id, jws, claims, created_at)
+       select ${$(r.id)}::text, ${from}.id, ${$(r.sessionId)}::text, ${$(r.merchantId)}::text, ${$(r.jws)}::text, ${json(r.claims)}, ${$(r.createdAt)}::timestamptz
+       from ${from}`;
+}
+
+/**
+ * An order of the session that is not this project's and mode's own ingested order (and, when
+ * anchored, its merchant's), for ingest's guard statement. Five `?`: the session id, the project,
+ * the mode, the merchant twice (null: any).
+ */
+export const FOREIGN_ORDER_OF_SESSION_SQL = `select 1 from orders where session_id = ?
+       and not (source = 'ingest' and project_id = ? and livemode = ? and (cast(? as text) is null or merchant_id = ?))`;
+
+/** A new order in the caller's unit of work (flushed with it). */
+export function addOrder(em: Em, row: OrderRow): OrderRow {
+  return em.create(OrderEntity, row);
+}
+
+/** A new receipt in the caller's unit of work (flushed after its order). */
+export function addReceipt(em: Em, row: ReceiptRow): ReceiptRow {
+  return em.create(ReceiptEntity, row);
+}
+
+export async function orderById(em: Em, id: string): Promise<OrderRow | null> {
+  return em.findOne(OrderEntity, { id });
+}
+
+/** The order of a session at a merchant (ingest: a session reported held earlier). */
+export async function orderOfSession(em: Em, sessionId: string, merchantId: string): Promise<OrderRow | null> {
+  return em.findOne(OrderEntity, { sessionId, merchantId });
+}
 
 export type OrderScope = { projectId: string; livemode: boolean; merchantId?: string | undefined };
 

@@ -1,68 +1,54 @@
 import { unixSeconds } from '../../lib/time.js';
-import type { Decision, SettleAccepted, Total, TrustTier } from '@svc/contract';
+import type { Decision, ReceiptClaims, SettleAccepted, Total, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
 import type { Services } from '../../http/context.js';
-import type { CheckoutSessionEntity, SessionRow } from '../checkout/entity.js';
-import { totalOf } from '../checkout/entity.js';
-import { importReceiptKey, inputFingerprint, signReceipt, type ReceiptClaims, type ReceiptSigningKey } from '../gate/receipt.js';
-import type { MandateResult } from '../gate/mandate.js';
-import type { Verdict } from '../gate/verdict.js';
+import { totalOf, type SessionRow } from '../checkout/index.js';
+import { importReceiptKey, inputFingerprint, signReceipt, type GateContext, type MandateResult, type ReceiptSigningKey } from '../gate/index.js';
 import type { MerchantRow } from '../merchants/index.js';
-import { OrderEntity, ReceiptEntity, type OrderRow, type ReceiptRow } from '../orders/entity.js';
-import { presentOrderEvent } from '../orders/present.js';
+import { addOrder, addReceipt, orderById, orderRow, presentOrderEvent, receiptRow, type OrderRow, type ReceiptRow } from '../orders/index.js';
 import type { RecordEventInput } from '../events/index.js';
-import { applyOutcomes, NEUTRAL_SCORE, outcomeDeltas, type SessionOutcome } from '../reputation/service.js';
+import { applyOutcomes, NEUTRAL_SCORE, outcomeDeltas, type SessionOutcome } from '../reputation/index.js';
 import { writeAcceptedAttempt } from './store.js';
-
-/** What the gate decided and on which inputs: stored on the session while held or settling. */
-export type GateContext = { mandate: MandateResult; verdict: Verdict; policyVersion: number; policyHash: string; fingerprintInputs: Record<string, unknown> };
 
 /** The settle route's 200 (the contract's SettleAccepted). */
 export type AcceptedResult = { status: 200; body: SettleAccepted };
 
-/** A new order's fields (the row `newOrder` creates, or one statement inserts). */
+/** A hosted session's new order (the row `newOrder` adds, or one statement inserts). */
 export function orderFields(now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult): OrderRow {
-  return {
-    id: newId('ord'),
+  return orderRow({
     sessionId: s.id,
-    projectId: m.projectId,
-    merchantId: m.id,
-    livemode: m.livemode,
+    merchant: m,
     agentId: s.agentId,
     decision,
     total: totalOf(s) as Total,
     items: s.lines.map((l) => ({ sku: l.sku, qty: l.qty })),
     railName: s.rail,
-    settlementRef: null,
-    receiptId: null,
     mandateType: mandate.type,
     mandateRef: mandate.ref,
     trustTier: tier,
     buyer: s.buyer ?? null,
     source: 'hosted',
-    settlementAttemptId: null,
-    settlementStatus: null,
-    createdAt: now,
-  };
+    now,
+  });
 }
 
 export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult) {
-  return tx.create(OrderEntity, orderFields(now, m, s, decision, tier, mandate));
+  return addOrder(tx, orderFields(now, m, s, decision, tier, mandate));
 }
 
 /**
  * Each merchant's receipt key, opened from its sealed seed and imported once per process
- * (the seed is decrypted once, not per settle; the imported key is not extractable). Keyed
- * by the sealed seed itself, so a merchant whose seed changed gets its new key.
+ * (services.caches.receiptKeys: the seed is decrypted once, not per settle; the imported key is
+ * not extractable). Keyed by the sealed seed itself, so a merchant whose seed changed gets its new key.
  */
-const receiptKeys = new Map<string, Promise<ReceiptSigningKey>>();
 const RECEIPT_KEYS_MAX = 1024;
-function receiptKeyOf(box: Services['box'], m: Pick<MerchantRow, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
+function receiptKeyOf(services: Pick<Services, 'box' | 'caches'>, m: Pick<MerchantRow, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
+  const receiptKeys = services.caches.receiptKeys;
   const cacheKey = `${m.id}\0${m.receiptKid}\0${m.receiptSeedSealed}`;
   let key = receiptKeys.get(cacheKey);
   if (!key) {
-    key = importReceiptKey({ d: box.open(m.receiptSeedSealed, m.id), x: m.receiptPublicX, kid: m.receiptKid });
+    key = importReceiptKey({ d: services.box.open(m.receiptSeedSealed, m.id), x: m.receiptPublicX, kid: m.receiptKid });
     key.catch(() => receiptKeys.delete(cacheKey));
     if (receiptKeys.size >= RECEIPT_KEYS_MAX) receiptKeys.delete(receiptKeys.keys().next().value!);
     receiptKeys.set(cacheKey, key);
@@ -94,7 +80,7 @@ export type AcceptedWrites = {
  * or one statement (settlement/store.ts `writeAcceptedAttempt`).
  */
 export async function acceptedWrites(
-  services: Pick<Services, 'box'>,
+  services: Pick<Services, 'box' | 'caches'>,
   m: MerchantRow,
   s: SessionRow,
   order: OrderRow,
@@ -129,14 +115,15 @@ export async function acceptedWrites(
     livemode: m.livemode,
     inputFingerprint: inputFingerprint(gate.fingerprintInputs),
   };
-  const jws = await signReceipt(await receiptKeyOf(services.box, m), claims);
+  const jws = await signReceipt(await receiptKeyOf(services, m), claims);
   const result: AcceptedResult = {
     status: 200,
     body: { status: 'accepted', order_id: order.id, receipt: jws, fulfillment: { rail: s.rail, reference } },
   };
   const event = { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, object: presentOrderEvent(order), now };
   return {
-    receipt: { id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown>, createdAt: now },
+    // the claims are a JSON object (ReceiptClaims has no index signature)
+    receipt: receiptRow({ id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown>, now }),
     session: {
       state: 'accepted',
       settledAt: now,
@@ -174,7 +161,7 @@ export async function acceptedWrites(
  */
 export async function writeAcceptedFresh(
   em: Em,
-  services: Pick<Services, 'box' | 'events'>,
+  services: Pick<Services, 'box' | 'caches' | 'events'>,
   m: MerchantRow,
   s: SessionRow,
   input: { attempt: Parameters<typeof writeAcceptedAttempt>[1]['attempt']; paymentHash: string; gate: GateContext; reference: string; now: Date },
@@ -210,16 +197,16 @@ export async function writeAcceptedFresh(
  */
 export async function writeAccepted(
   tx: Em,
-  services: Pick<Services, 'box' | 'now' | 'events'>,
+  services: Pick<Services, 'box' | 'caches' | 'now' | 'events'>,
   m: MerchantRow,
-  s: InstanceType<typeof CheckoutSessionEntity.class>,
+  s: SessionRow,
   input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string },
 ): Promise<AcceptedResult> {
   const now = services.now();
-  let order = s.orderId ? await tx.findOne(OrderEntity, { id: s.orderId }) : null;
+  let order = s.orderId ? await orderById(tx, s.orderId) : null;
   if (!order) order = newOrder(tx, now, m, s, 'accept', input.gate.verdict.tier, input.gate.mandate);
   const w = await acceptedWrites(services, m, s, order, { ...input, now });
-  tx.create(ReceiptEntity, w.receipt);
+  addReceipt(tx, w.receipt);
   Object.assign(s, w.session);
   // One flush: the attempt (settled), the order, the receipt, and the session's one update.
   await tx.flush();

@@ -5,16 +5,13 @@ import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { BroadcastRecord, Facilitator, PaymentProof, SettleOutcome } from '../../rails/types.js';
 import type { Services } from '../../http/context.js';
-import { CheckoutSessionEntity, type SessionRow } from '../checkout/entity.js';
-import { lockSessionRow, releaseMandateSubjects, releasePaymentNonces } from '../checkout/store.js';
-import { MerchantEntity } from '../merchants/entity.js';
+import { lockSessionRow, releaseMandateSubjects, releasePaymentNonces, type SessionRow } from '../checkout/index.js';
+import { findMerchantByIdOrFail, loadMerchantById } from '../merchants/index.js';
 import type { MerchantRow } from '../merchants/index.js';
-import { applyOutcome } from '../reputation/service.js';
-import { merchantRowById } from '../merchants/store.js';
-import { entityById } from '../../db/sql.js';
-import { writeAccepted, writeAcceptedFresh, type AcceptedResult, type GateContext } from './accepted.js';
-import { insertSettlementTransaction, lockAttemptRow, pendingAttemptSession } from './store.js';
-import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow, type ReturnState } from './entity.js';
+import { applyOutcome } from '../reputation/index.js';
+import { writeAccepted, writeAcceptedFresh, type AcceptedResult } from './accepted.js';
+import { attemptTransactions, extendPendingLease, insertSettlementTransaction, lockAttemptRow, pendingAttemptSession } from './store.js';
+import type { AttemptRow, ReturnState } from './entity.js';
 
 /**
  * The settlement engine (docs/settlement.md). Phase 1 (the gate's transaction) writes a
@@ -94,7 +91,7 @@ async function recordBroadcast(services: Services, attemptId: string, rec: Broad
 }
 
 export async function broadcastsOf(em: Em, attemptId: string): Promise<BroadcastRecord[]> {
-  const rows = await em.find(SettlementTransactionEntity, { attemptId }, { orderBy: { createdAt: 'asc' } });
+  const rows = await attemptTransactions(em, attemptId);
   return rows.map((r) => ({ txHash: r.txHash as `0x${string}`, rawTx: (r.rawTx ?? null) as `0x${string}` | null, relayer: r.relayer ?? null, relayerNonce: r.relayerNonce ?? null }));
 }
 
@@ -155,11 +152,7 @@ export async function resolveAttempt(
   const now = services.now();
   if (outcome.status === 'pending') {
     await services.orm.em.fork().transactional(async (tx) => {
-      await tx.nativeUpdate(
-        SettlementAttemptEntity,
-        { id: attemptId, status: 'pending' },
-        { leaseUntil: new Date(now.getTime() + PENDING_RECHECK_MS) },
-      );
+      await extendPendingLease(tx, attemptId, new Date(now.getTime() + PENDING_RECHECK_MS));
     });
     return { kind: 'pending', attemptId };
   }
@@ -169,16 +162,16 @@ export async function resolveAttempt(
   }
   return services.orm.em.fork().transactional(async (tx) => {
     // The attempt, then its session, each locked (the order every resolver takes), by prepared statements.
-    const a = tx.map(SettlementAttemptEntity, found(await lockAttemptRow(tx, attemptId), 'settlement attempt', attemptId));
-    const s = tx.map(CheckoutSessionEntity, found(await lockSessionRow(tx, a.sessionId), 'checkout session', a.sessionId));
+    const a = found(await lockAttemptRow(tx, attemptId), 'settlement attempt', attemptId);
+    const s = found(await lockSessionRow(tx, a.sessionId), 'checkout session', a.sessionId);
     if (a.status !== 'pending') return storedOutcome(a, s);
     if (outcome.status === 'settled') {
-      const m = opts.merchant?.id === a.merchantId ? opts.merchant : await tx.findOneOrFail(MerchantEntity, { id: a.merchantId });
+      const m = opts.merchant?.id === a.merchantId ? opts.merchant : await findMerchantByIdOrFail(tx, a.merchantId);
       // Flushed with the order (writeAccepted): their link is checked at commit (orders_settlement_attempt_fk is deferred).
       markSettled(a, outcome.reference, now);
       const result = await writeAccepted(tx, services, m, s, {
         paymentHash: a.paymentHash,
-        gate: s.gate as unknown as GateContext,
+        gate: s.gate!,
         reference: outcome.reference,
         attemptId: a.id,
       });
@@ -221,16 +214,16 @@ async function acceptInOneStatement(
   } else {
     const pending = await pendingAttemptSession(em, attemptId);
     if (!pending) return null;
-    s = em.map(CheckoutSessionEntity, pending.session as never);
+    s = pending.session;
     paymentHash = pending.paymentHash;
   }
   if (s.orderId) return null;
-  const m = known.merchant?.id === s.merchantId ? known.merchant : await entityById(em, MerchantEntity, s.merchantId, merchantRowById);
+  const m = known.merchant?.id === s.merchantId ? known.merchant : await loadMerchantById(em, s.merchantId);
   if (!m) throw new Error(`merchant ${s.merchantId} not found`);
   const done = await writeAcceptedFresh(em, services, m, s, {
     attempt: { pendingId: attemptId },
     paymentHash,
-    gate: s.gate as unknown as GateContext,
+    gate: s.gate!,
     reference,
     now,
   });

@@ -1,14 +1,11 @@
 import { unixSeconds } from '../../lib/time.js';
-import { LockMode } from '@mikro-orm/core';
 import { facilitatorFor } from '../../rails/index.js';
 import type { Services } from '../../http/context.js';
-import { rejectHeld } from '../checkout/settle.js';
-import { CheckoutSessionEntity } from '../checkout/entity.js';
-import { MerchantEntity } from '../merchants/entity.js';
+import { lapsedSessionIds, lockSessionIfAny, paymentWindowLapsed, reviewWindowLapsed, sweepRateLimitBuckets } from '../checkout/index.js';
+import { findMerchantByIdOrFail } from '../merchants/index.js';
 import { broadcastsOf, resolveAttempt } from './engine.js';
-import { SettlementAttemptEntity } from './entity.js';
-import { claimDueAttempts } from './store.js';
-import { sweepRateLimitBuckets } from '../checkout/rate-limit.js';
+import { rejectHeld } from './finish.js';
+import { attemptById, claimDueAttempts, extendPendingLease } from './store.js';
 import { RepeatLimiter } from '../../lib/log-limit.js';
 
 export type SettlementWorker = { stop(): Promise<void>; runOnce(): Promise<void> };
@@ -70,7 +67,7 @@ async function reconcileDue(services: Services, log: Services['log'], retryWarni
   const claimed = await services.orm.em.fork().transactional((tx) => claimDueAttempts(tx, CLAIM_LEASE_SECONDS, BATCH));
   for (const id of claimed) {
     const em = services.orm.em.fork();
-    const a = await em.findOneOrFail(SettlementAttemptEntity, { id });
+    const a = await attemptById(em, id);
     if (a.status !== 'pending') continue;
     const facilitator = facilitatorFor(services.facilitators, a.livemode);
     if (facilitator.name !== a.facilitator) {
@@ -86,7 +83,7 @@ async function reconcileDue(services: Services, log: Services['log'], retryWarni
       const cause = err instanceof Error ? err.message : String(err);
       const heldBack = retryWarnings.pass(cause);
       if (heldBack !== null) log.warn({ attempt: a.id, err: cause, heldBack }, 'reconcile failed; will retry');
-      await em.nativeUpdate(SettlementAttemptEntity, { id: a.id, status: 'pending' }, { leaseUntil: new Date(services.now().getTime() + RECHECK_MS) });
+      await extendPendingLease(em, a.id, new Date(services.now().getTime() + RECHECK_MS));
     }
   }
 }
@@ -95,20 +92,16 @@ async function reconcileDue(services: Services, log: Services['log'], retryWarni
 async function sweepLapsed(services: Services, log: Services['log']) {
   const now = services.now();
   const em = services.orm.em.fork();
-  const lapsed = await em.find(
-    CheckoutSessionEntity,
-    { $or: [{ state: 'held', holdExpiresAt: { $lt: now } }, { state: 'approved', expiresAt: { $lt: now } }] },
-    { fields: ['id'], limit: BATCH },
-  );
+  const lapsed = await lapsedSessionIds(em, now, BATCH);
   for (const { id } of lapsed) {
     await services.orm.em.fork().transactional(async (tx) => {
-      const s = await tx.findOne(CheckoutSessionEntity, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      const s = await lockSessionIfAny(tx, id);
       if (!s) return;
-      const heldLapsed = s.state === 'held' && !!s.holdExpiresAt && now > s.holdExpiresAt;
-      const approvalLapsed = s.state === 'approved' && now > s.expiresAt;
+      const heldLapsed = reviewWindowLapsed(s, now);
+      const approvalLapsed = s.state === 'approved' && paymentWindowLapsed(s, now);
       if (!heldLapsed && !approvalLapsed) return;
-      const m = await tx.findOneOrFail(MerchantEntity, { id: s.merchantId });
-      await rejectHeld(tx, services, m, s, heldLapsed ? 'REVIEW_WINDOW_EXPIRED' : 'SESSION_EXPIRED', { penalize: false });
+      const m = await findMerchantByIdOrFail(tx, s.merchantId);
+      await rejectHeld({ tx, services, merchant: m, session: s, code: heldLapsed ? 'REVIEW_WINDOW_EXPIRED' : 'SESSION_EXPIRED', penalize: false });
       log.info({ session: s.id, reason: heldLapsed ? 'review window lapsed' : 'approval not re-signed in time' }, 'lapsed session rejected');
     });
   }

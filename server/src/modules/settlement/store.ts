@@ -1,16 +1,37 @@
 import type { Em } from '../../db/orm.js';
 import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
-import { eventCtes, type NewEventRow } from '../events/index.js';
-import type { OrderRow, ReceiptRow } from '../orders/entity.js';
-import { reputationCtes, type ReputationDelta } from '../reputation/store.js';
-import type { SessionRow } from '../checkout/entity.js';
-import type { AttemptRow } from './entity.js';
+import type { NewEventRow } from '../events/index.js';
+import { eventCtes } from '../events/index.js';
+import { insertOrderSql, insertReceiptSql, type OrderRow, type ReceiptRow } from '../orders/index.js';
+import { reputationCtes, type ReputationDelta } from '../reputation/index.js';
+import { acceptSessionSql, mapSessionRow, settlingSessionSql, type AcceptedSession, type SessionRow } from '../checkout/index.js';
+import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow } from './entity.js';
 
 /**
- * `settlement_attempts` and `settlement_transactions` are entities (./entity.ts); the claim
- * below is SQL because it is one statement with FOR UPDATE SKIP LOCKED, so any number of
- * reconcilers share the table without taking the same attempt.
+ * Data access for `settlement_attempts` and `settlement_transactions` (entities, ./entity.ts):
+ * every ORM call and statement on them. The claim is SQL because it is one statement with FOR
+ * UPDATE SKIP LOCKED, so any number of reconcilers share the table without taking the same
+ * attempt. `writeAcceptedAttempt` is the accepted-settle statement (docs/contributing.md, "Data access").
  */
+
+/** A new attempt in the caller's unit of work (an approved hold's, inserted already settled). */
+export function addAttempt(tx: Em, a: AttemptRow): AttemptRow {
+  return tx.create(SettlementAttemptEntity, a);
+}
+
+export async function attemptById(em: Em, id: string): Promise<AttemptRow> {
+  return em.findOneOrFail(SettlementAttemptEntity, { id });
+}
+
+/** A pending attempt is looked at again after `leaseUntil` (unless someone resolved it meanwhile). */
+export async function extendPendingLease(em: Em, attemptId: string, leaseUntil: Date): Promise<void> {
+  await em.nativeUpdate(SettlementAttemptEntity, { id: attemptId, status: 'pending' }, { leaseUntil });
+}
+
+/** The transactions stored for an attempt, oldest first. */
+export async function attemptTransactions(em: Em, attemptId: string) {
+  return em.find(SettlementTransactionEntity, { attemptId }, { orderBy: { createdAt: 'asc' } });
+}
 
 /**
  * Claims up to `limit` pending attempts whose lease ran out, extending their lease by
@@ -29,9 +50,9 @@ export async function claimDueAttempts(tx: Em, leaseSeconds: number, limit: numb
 }
 
 /** Phase 3's first statement: the attempt's row, locked until the transaction ends (prepared). */
-export async function lockAttemptRow(tx: Em, attemptId: string): Promise<Record<string, unknown> | undefined> {
+export async function lockAttemptRow(tx: Em, attemptId: string): Promise<AttemptRow | undefined> {
   const [row] = await runSql(tx, 'select * from settlement_attempts where id = $1 for update', [attemptId]);
-  return row;
+  return row ? tx.map(SettlementAttemptEntity, row) : undefined;
 }
 
 /** `insert into settlement_attempts … returning session_id` of one attempt, with its values bound. */
@@ -52,14 +73,10 @@ function insertAttemptSql({ $, json }: SqlParams, a: AttemptRow): string {
  */
 export async function insertAttemptSettling(tx: Em, a: AttemptRow, s: SessionRow): Promise<void> {
   const b = sqlParams();
-  const { $, json } = b;
   const [row] = await runSql<{ id: string }>(
     tx,
     `with a as (${insertAttemptSql(b, a)})
-     update checkout_sessions set state = ${$(s.state)}::text, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
-       policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)},
-       payment_error = ${json(s.paymentError)}, verdict = ${json(s.verdict)}, gate = ${json(s.gate)}
-     where id = ${$(s.id)}::text returning id`,
+     ${settlingSessionSql(b, s)}`,
     b.params,
   );
   if (!row) throw new Error(`checkout session ${s.id} not found`);
@@ -69,7 +86,7 @@ export async function insertAttemptSettling(tx: Em, a: AttemptRow, s: SessionRow
  * A pending attempt's session row, with the attempt's payment hash (prepared, no lock): what
  * `writeAcceptedAttempt` is computed from. Undefined once the attempt is resolved.
  */
-export async function pendingAttemptSession(em: Em, attemptId: string): Promise<{ session: Record<string, unknown>; paymentHash: string } | undefined> {
+export async function pendingAttemptSession(em: Em, attemptId: string): Promise<{ session: SessionRow; paymentHash: string } | undefined> {
   const [row] = await runSql<Record<string, unknown> & { attempt_payment_hash: string }>(
     em,
     `select s.*, a.payment_hash as attempt_payment_hash
@@ -78,7 +95,7 @@ export async function pendingAttemptSession(em: Em, attemptId: string): Promise<
   );
   if (!row) return undefined;
   const { attempt_payment_hash: paymentHash, ...session } = row;
-  return { session, paymentHash };
+  return { session: mapSessionRow(em, session), paymentHash };
 }
 
 /**
@@ -100,10 +117,7 @@ export async function writeAcceptedAttempt(
     receipt: ReceiptRow;
     sessionId: string;
     /** The session's columns as they end: the accept's, and the gate's (the same as stored, for a live phase 3). */
-    session: Pick<
-      SessionRow,
-      'settledAt' | 'orderId' | 'receiptId' | 'receiptJws' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse' | 'policyVersion' | 'policyHash' | 'payment'
-    >;
+    session: AcceptedSession;
     events: NewEventRow[];
     fanOutCtes: string | null;
     deltas: ReputationDelta[];
@@ -112,34 +126,23 @@ export async function writeAcceptedAttempt(
   },
 ): Promise<{ accepted: boolean; fanned: Array<{ event_id: string; endpoint_id: string }> }> {
   const b = sqlParams();
-  const { $, json } = b;
-  const { order: o, receipt: r, session: s, attempt } = w;
+  const { $ } = b;
+  const { attempt } = w;
   const written = 'exists (select 1 from o)';
   const settleAttempt =
     'pendingId' in attempt
       ? `update settlement_attempts set status = 'settled', reference = ${$(w.reference)}::text, resolved_at = ${$(w.now)}::timestamptz
        where id = ${$(attempt.pendingId)}::text and status = 'pending' returning session_id`
       : insertAttemptSql(b, attempt.insert);
+  // Each table's part comes from its owner (checkout, orders, events, reputation); the CTEs chain
+  // so nothing is written unless the attempt was settled by this statement.
   const text = `with a as (${settleAttempt}),
      s as (
-       update checkout_sessions set state = 'accepted', settled_at = ${$(s.settledAt ?? null)}::timestamptz, order_id = ${$(s.orderId)}::text,
-         receipt_id = ${$(s.receiptId)}::text, receipt_jws = ${$(s.receiptJws)}::text, settlement_ref = ${$(s.settlementRef)}::text,
-         verdict = ${json(s.verdict)}, payment_error = null, gate = null, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
-         settle_status = ${$(s.settleStatus)}::int, settle_response = ${$(s.settleResponse)}::text,
-         policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)}
-       where id = (select session_id from a) and id = ${$(w.sessionId)}::text returning id),
+       ${acceptSessionSql(b, w.sessionId, w.session, 'a')}),
      o as (
-       insert into orders (id, session_id, project_id, merchant_id, livemode, agent_id, decision, total, items, rail_name, settlement_ref,
-         receipt_id, mandate_type, mandate_ref, trust_tier, buyer, source, settlement_attempt_id, settlement_status, created_at)
-       select ${$(o.id)}::text, s.id, ${$(o.projectId)}::text, ${$(o.merchantId)}::text, ${$(o.livemode)}::boolean, ${$(o.agentId)}::text,
-         ${$(o.decision)}::text, ${json(o.total)}, ${json(o.items)}, ${$(o.railName)}::text, ${$(o.settlementRef)}::text, ${$(o.receiptId)}::text,
-         ${$(o.mandateType)}::text, ${$(o.mandateRef)}::text, ${$(o.trustTier)}::text, ${json(o.buyer)}, ${$(o.source)}::text,
-         ${$(o.settlementAttemptId)}::text, ${$(o.settlementStatus)}::text, ${$(o.createdAt)}::timestamptz
-       from s returning id),
+       ${insertOrderSql(b, w.order, 's')}),
      r as (
-       insert into receipts (id, order_id, session_id, merchant_id, jws, claims, created_at)
-       select ${$(r.id)}::text, o.id, ${$(r.sessionId)}::text, ${$(r.merchantId)}::text, ${$(r.jws)}::text, ${json(r.claims)}, ${$(r.createdAt)}::timestamptz
-       from o),
+       ${insertReceiptSql(b, w.receipt, 'o')}),
      ${eventCtes(b, w.events, w.fanOutCtes, written)},
      ${reputationCtes(b, w.deltas, w.neutralScore, w.now, written)}
      select 'accepted' as kind, null::text as event_id, null::text as endpoint_id from o

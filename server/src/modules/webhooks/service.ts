@@ -13,7 +13,7 @@ import { respondIn, type AuthContext, type AuthedCtx } from '../../http/context.
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
 import type { Services } from '../../http/context.js';
-import { lockProjectForInserts } from '../accounts/store.js';
+import { lockProjectForInserts } from '../accounts/index.js';
 import { findEventRow, listEventRows, type EventFanOut, type EventRow } from '../events/index.js';
 import type { WebhookEndpointRow } from './entity.js';
 import { newWebhookSecret } from './signature.js';

@@ -1,16 +1,15 @@
 import { unixSeconds } from '../../lib/time.js';
-import { resolvePolicy, X402PaymentPayload, type ReasonCode, type SettleBody as SettleRequestBody } from '@svc/contract';
+import type { ServerInferResponses } from '@ts-rest/core';
+import { resolvePolicy, X402PaymentPayload, type contract, type ReasonCode, type SettleBody, type X402Challenge } from '@svc/contract';
 import type { Hex } from 'viem';
 import type { Ctx } from '../../http/context.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
 import { findUnstorableJson } from '../../http/body-guard.js';
 import { cartTotals, toBaseUnits } from '../../lib/money.js';
-import { agentRails, merchantByRef } from '../agent/discovery.js';
 import { findCatalogItem } from '../catalog/index.js';
-import type { SessionRow } from '../checkout/entity.js';
-import { createCheckout, findSession, findSessionByIdempotencyKey } from '../checkout/service.js';
-import { settleSession, type SettleResult } from '../checkout/settle.js';
+import { agentRails, assertPayable, createCheckout, findSession, findSessionByIdempotencyKey } from '../checkout/index.js';
+import { settleSession, type SettlePayment, type SettleResult } from '../settlement/index.js';
 import { checkProof } from '../../lib/eip3009.js';
 import type { MerchantRow } from '../merchants/index.js';
 import { activePolicy } from '../policy/index.js';
@@ -31,8 +30,12 @@ import {
 /** How the payment arrived: the x402 header (if any), the URL asked for, where hosted links point. */
 export type X402Transport = { header: { version: X402Version; value: string } | null; resourceUrl: string; baseUrl: string };
 
-/** What a handler sends: status, body and the x402 headers to set. */
-export type X402Reply = { status: number; body: unknown; headers: Record<string, string> };
+/** What a handler sends: one of its route's contract responses, and the x402 headers to set. */
+export type Reply<R extends { status: number }> = { response: R; headers: Record<string, string> };
+/** The settle route's answers (`contract.agent.settle`): the workflow's outcome, or an x402 challenge. */
+export type SettleReply = Reply<SettleResult>;
+/** The paid resource's answers (`contract.x402.resource`). */
+export type PurchaseReply = Reply<ServerInferResponses<typeof contract.x402.resource, 200 | 202 | 402>>;
 
 const NONCE_RE = /^0x[0-9a-fA-F]{64}$/;
 
@@ -78,10 +81,17 @@ export async function quoteItem(ctx: Ctx, m: MerchantRow, sku: string, qty: numb
   };
 }
 
-const refusal402 = (due: X402Due, code: ReasonCode | string, human: string, sessionId?: string): X402Reply => {
+/** The x402 answer to a refused payment: a 402 challenge (PAYMENT-REQUIRED and the v1 body). */
+const refusal402 = (due: X402Due, code: ReasonCode | string, human: string, sessionId?: string): Reply<{ status: 402; body: X402Challenge }> => {
   const c = challenge(due, { status: 'payment_invalid', reason_codes: [code], error_human: human }, sessionId);
-  return { status: 402, body: c.body, headers: c.headers };
+  return { response: { status: 402, body: c.body }, headers: c.headers };
 };
+
+/** The JSON answer to a payment the wire format already refused. */
+const jsonRefusal = (r: Refused): SettleReply => ({
+  response: { status: 402, body: { status: 'payment_invalid', reason_codes: [r.refused], error_human: r.human } },
+  headers: {},
+});
 
 /** The payment matches the requirement's scheme and network (the facilitator checks the rest). */
 function schemeAndNetwork(due: X402Due, read: ReadPayment): { code: ReasonCode; human: string } | null {
@@ -94,15 +104,32 @@ function schemeAndNetwork(due: X402Due, read: ReadPayment): { code: ReasonCode; 
   return null;
 }
 
-/** A settle result in the x402 shape: PAYMENT-RESPONSE on success, a 402 challenge on any refusal. */
-export function x402ReplyOf(result: SettleResult, due: X402Due | null, version: X402Version, payer: string, sessionId: string): X402Reply {
+/** A refused settle (402, or the gate's 403) as an x402 402 challenge. */
+function challengeOf(result: Extract<SettleResult, { status: 402 | 403 }>, due: X402Due, sessionId: string): Reply<{ status: 402; body: X402Challenge }> {
+  const c = challenge(due, { status: result.body.status, reason_codes: result.body.reason_codes, error_human: result.body.error_human }, sessionId);
+  return { response: { status: 402, body: c.body }, headers: c.headers };
+}
+
+/** A settle outcome in the x402 shape: PAYMENT-RESPONSE on success, a 402 challenge on any refusal. */
+export function x402ReplyOf(result: SettleResult, due: X402Due | null, version: X402Version, payer: string, sessionId: string): SettleReply {
   if (result.status === 200) {
     const headers = due ? paymentResponseHeader(version, due.chain, result.body.fulfillment.reference, payer) : {};
-    return { status: 200, body: result.body, headers };
+    return { response: result, headers };
   }
-  if (result.status === 202 || !due) return { status: result.status, body: result.body, headers: {} };
-  const c = challenge(due, { status: result.body.status, reason_codes: result.body.reason_codes, error_human: result.body.error_human }, sessionId);
-  return { status: 402, body: c.body, headers: c.headers };
+  if (result.status === 202 || !due) return { response: result, headers: {} };
+  return challengeOf(result, due, sessionId);
+}
+
+/** A settle outcome as the paid resource answers it: as x402ReplyOf, with the session named in a 200 or 202. */
+function purchaseReplyOf(result: SettleResult, due: X402Due, version: X402Version, payer: string, sessionId: string): PurchaseReply {
+  if (result.status === 200) {
+    return {
+      response: { status: 200, body: { ...result.body, session_id: sessionId } },
+      headers: paymentResponseHeader(version, due.chain, result.body.fulfillment.reference, payer),
+    };
+  }
+  if (result.status === 202) return { response: { status: 202, body: { ...result.body, session_id: sessionId } }, headers: {} };
+  return challengeOf(result, due, sessionId);
 }
 
 /**
@@ -110,16 +137,11 @@ export function x402ReplyOf(result: SettleResult, due: X402Due | null, version: 
  * session for the item (idempotent on the payment-identifier, else on the authorization
  * nonce) settled by the one settle path (settleSession: gate, engine, receipt, events).
  */
-export async function buyItem(
-  ctx: Ctx,
-  ref: string,
-  input: X402Transport & { prefix: string; sku: string; qty: number; agentId?: string },
-): Promise<X402Reply> {
-  const m = await merchantByRef(ctx.em, ref);
+export async function buyItem(ctx: Ctx, m: MerchantRow, input: X402Transport & { prefix: string; sku: string; qty: number; agentId?: string }): Promise<PurchaseReply> {
   const due = await quoteItem(ctx, m, input.sku, input.qty, input.resourceUrl);
   if (!input.header) {
     const c = challenge(due, null);
-    return { status: 402, body: c.body, headers: c.headers };
+    return { response: { status: 402, body: c.body }, headers: c.headers };
   }
   const read = readPaymentHeader(input.header.value);
   if (isRefused(read)) return refusal402(due, read.refused, read.human);
@@ -157,33 +179,27 @@ export async function buyItem(
   // The session's own requirement (created just now, or the idempotent session of a repeat): no second read.
   const sessionId = created.session_id;
   const sessionDue: X402Due = { ...due, amountBaseUnits: created.payment_required.amountBaseUnits ?? due.amountBaseUnits };
-  const result = await settleSession(ctx, m, sessionId, { payment }, input.baseUrl);
-  const reply = x402ReplyOf(result, sessionDue, version, payment.authorization.from, sessionId);
-  if (reply.status === 202 || reply.status === 200) reply.body = { ...(reply.body as object), session_id: sessionId };
-  return reply;
+  const result = await settleSession({ ctx, merchant: m, sessionId, payment, baseUrl: input.baseUrl });
+  return purchaseReplyOf(result, sessionDue, version, payment.authorization.from, sessionId);
 }
 
+/** The settle route's payment read from its wire format, with the way its outcome is answered; or the answer already. */
+type ReadSettle = { reply: SettleReply } | { payment: SettlePayment; answer: (result: SettleResult) => SettleReply };
+
 /**
- * POST settle with any transport: today's JSON payment, an x402 PaymentPayload in the JSON
- * body, or PAYMENT-SIGNATURE / X-PAYMENT headers. All become one canonical payment for
- * settleSession; an x402 payment (or none, on an open x402 session) answers in x402's shape.
+ * The settle route's wire formats: today's JSON payment, an x402 PaymentPayload in the JSON
+ * body, or PAYMENT-SIGNATURE / X-PAYMENT headers. All become one canonical payment; an x402
+ * payment (or none, on an open x402 session) answers in x402's shape.
  */
-export async function settleAnyTransport(
-  ctx: Ctx,
-  m: MerchantRow,
-  sessionId: string,
-  body: SettleRequestBody | undefined,
-  input: X402Transport,
-): Promise<X402Reply> {
+async function readSettlePayment(ctx: Ctx, m: MerchantRow, sessionId: string, body: SettleBody | undefined, input: X402Transport): Promise<ReadSettle> {
   let read: ReadPayment | Refused | null = null;
   if (input.header) read = readPaymentHeader(input.header.value);
   else if (body?.payment) read = canonicalPayment(body.payment);
   const viaX402 = input.header !== null || (read !== null && !isRefused(read) && read.x402Version !== null);
 
   if (!viaX402 && read !== null) {
-    if (isRefused(read)) return { status: 402, body: { status: 'payment_invalid', reason_codes: [read.refused], error_human: read.human }, headers: {} };
-    const result = await settleSession(ctx, m, sessionId, { payment: read.payment }, input.baseUrl);
-    return { status: result.status, body: result.body, headers: {} };
+    if (isRefused(read)) return { reply: jsonRefusal(read) };
+    return { payment: read.payment, answer: (result) => ({ response: result, headers: {} }) };
   }
 
   const s = await findSession(ctx.em, m, sessionId);
@@ -196,27 +212,27 @@ export async function settleAnyTransport(
     if (!due) throw new ApiError('VALIDATION_FAILED', 'body.payment: Required (this session is on the mock rail: send {"payment":{"mock":true}}).');
     assertPayable(s, ctx.services.now());
     const c = challenge(due, null, s.id);
-    return { status: 402, body: c.body, headers: c.headers };
+    return { reply: { response: { status: 402, body: c.body }, headers: c.headers } };
   }
   if (isRefused(read)) {
-    if (!due) return { status: 402, body: { status: 'payment_invalid', reason_codes: [read.refused], error_human: read.human }, headers: {} };
-    return refusal402(due, read.refused, read.human, s.id);
+    if (!due) return { reply: jsonRefusal(read) };
+    return { reply: refusal402(due, read.refused, read.human, s.id) };
   }
   if (due) {
     const mismatch = schemeAndNetwork(due, read);
-    if (mismatch) return refusal402(due, mismatch.code, mismatch.human, s.id);
+    if (mismatch) return { reply: refusal402(due, mismatch.code, mismatch.human, s.id) };
   }
   const version: X402Version = input.header?.version ?? read.x402Version ?? 2;
-  const result = await settleSession(ctx, m, sessionId, { payment: read.payment }, input.baseUrl);
   const payer = 'authorization' in read.payment ? read.payment.authorization.from : '';
-  return x402ReplyOf(result, due, version, payer, s.id);
+  return { payment: read.payment, answer: (result) => x402ReplyOf(result, due, version, payer, s.id) };
 }
 
-/** An unpaid request on a session that can no longer be paid answers what settle would. */
-function assertPayable(s: SessionRow, now: Date) {
-  if (s.state === 'settling') throw new ApiError('SETTLEMENT_IN_PROGRESS');
-  if (s.state === 'expired' || ((s.state === 'awaiting_payment' || s.state === 'approved') && now > s.expiresAt)) throw new ApiError('SESSION_EXPIRED');
-  if (s.state !== 'awaiting_payment' && s.state !== 'approved') {
-    throw new ApiError('SESSION_ALREADY_SETTLED', `The session is already ${s.state}; there is nothing left to pay.`);
-  }
+/**
+ * POST settle with any transport: the wire format read into one payment (readSettlePayment),
+ * the workflow run once (settlement's settleSession), its outcome answered in the payer's transport.
+ */
+export async function settleAnyTransport(ctx: Ctx, m: MerchantRow, sessionId: string, body: SettleBody | undefined, input: X402Transport): Promise<SettleReply> {
+  const read = await readSettlePayment(ctx, m, sessionId, body, input);
+  if ('reply' in read) return read.reply;
+  return read.answer(await settleSession({ ctx, merchant: m, sessionId, payment: read.payment, baseUrl: input.baseUrl }));
 }

@@ -7,7 +7,7 @@ import type { Network, PaymentPayload, PaymentRequired, PaymentRequirements, Set
 import { declarePaymentIdentifierExtension, extractAndValidatePaymentIdentifier, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
 import { getAddress } from 'viem';
 import { CHAINS, humanOf, X402_HEADERS, type ChainName, type ReasonCode, type SettleBody, type X402Challenge } from '@svc/contract';
-import type { SettlePayment } from '../checkout/settle.js';
+import type { SettlePayment } from '../settlement/index.js';
 
 /**
  * The x402 HTTP transport as pure functions: requirements and 402 answers out, payment

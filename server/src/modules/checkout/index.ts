@@ -1,0 +1,41 @@
+/**
+ * Checkout sessions: create, read, the payability rule, and the data access of the session
+ * tables (the settlement workflow, modules/settlement, is the only writer of a session's state
+ * after creation).
+ */
+export { totalOf, type SessionLine, type SessionRow } from './entity.js';
+export {
+  agentRails,
+  createCheckout,
+  findSession,
+  findSessionByIdempotencyKey,
+  getMerchantSession,
+  paymentRequiredOf,
+  pollCall,
+  sessionForMerchantKey,
+  sessionView,
+  settleCall,
+} from './service.js';
+export { assertPayable, awaitsPayment, paymentWindowLapsed, reviewWindowLapsed, sessionStateAt } from './state.js';
+export { consumeRateLimit, enforceRateLimit, rateLimitWindow, sweepRateLimitBuckets, type RateLimitOptions } from './rate-limit.js';
+export {
+  acceptSessionSql,
+  countHeldSessions,
+  expireSession,
+  HOSTED_SESSION_ID_SQL,
+  lapsedSessionIds,
+  lockSession,
+  lockSessionForGate,
+  lockSessionIfAny,
+  lockSessionRow,
+  mapSessionRow,
+  readGateInputs,
+  releaseMandateSubjects,
+  releasePaymentNonces,
+  reserveMandateSubject,
+  reservePaymentNonce,
+  settlingSessionSql,
+  type AcceptedSession,
+  type GateInputs,
+  type NonceKey,
+} from './store.js';

@@ -1,0 +1,264 @@
+import { resolvePolicy } from '@svc/contract';
+import type { Hex } from 'viem';
+import type { Em } from '../../db/orm.js';
+import type { Ctx } from '../../http/context.js';
+import { canonicalHash } from '../../lib/canonical-json.js';
+import type { Authorization } from '../../lib/eip3009.js';
+import { ApiError } from '../../lib/errors.js';
+import { outboundRules } from '../../lib/ssrf.js';
+import { facilitatorFor } from '../../rails/index.js';
+import type { Facilitator, PaymentProof } from '../../rails/types.js';
+import { expireSession, findSession, lockSessionForGate, readGateInputs, reserveMandateSubject, sessionStateAt, totalOf, type GateInputs, type SessionRow } from '../checkout/index.js';
+import { evaluatePolicy, trustTier, verifyMandate, type GateContext, type MandateResult } from '../gate/index.js';
+import type { MerchantRow } from '../merchants/index.js';
+import { policyHash } from '../policy/index.js';
+import { applyOutcome, reputationOf, subjectKey, type Reputation } from '../reputation/index.js';
+import { beginCapture, CaptureFailure, checkNonceHolder, nonceKeyOf, reserveNonce, type CaptureBegun } from './capture.js';
+import { driveAttempt, type AttemptOutcome } from './engine.js';
+import { finishHeld, finishRejected, recordPaymentInvalid, type RejectInput } from './finish.js';
+import { paymentInvalid, rejected, replayOrConflict, settlementPending, TERMINAL, whileSettling, type SettlePayment, type SettleResult } from './outcome.js';
+
+/**
+ * POST settle, the payment workflow (docs/settlement.md): `replayBeforeGate` (idempotent
+ * replay, expiry) -> `checkPayment` (the proof, before anything is reserved) -> `mandateOf`
+ * -> `gatePhase` (phase 1, one transaction: row lock, replay reservations, reputation, verdict,
+ * and on accept a durable settlement attempt) -> engine.ts `driveAttempt` (phase 2, the
+ * facilitator with no transaction open; phase 3, the order, receipt and events). An in-process
+ * facilitator (the test-mode mock) settles inside phase 1.
+ */
+
+/** One settle: the merchant and session it pays, the canonical payment, and where hosted links point. */
+export type SettleInput = { ctx: Ctx; merchant: MerchantRow; sessionId: string; payment: SettlePayment; baseUrl: string };
+
+/** Every transport (JSON settle, x402 headers, the paid resource) settles here: one place to count outcomes. */
+export async function settleSession(input: SettleInput): Promise<SettleResult> {
+  const { metrics } = input.ctx.services;
+  try {
+    const result = await settleOnce(input);
+    metrics.observeSettle(result.body.status, ('reason_codes' in result.body ? result.body.reason_codes[0] : undefined) ?? 'NONE');
+    return result;
+  } catch (err) {
+    metrics.observeSettle('error', err instanceof ApiError ? (err.codes[0] ?? 'INTERNAL') : 'INTERNAL');
+    throw err;
+  }
+}
+
+async function settleOnce(input: SettleInput): Promise<SettleResult> {
+  const { ctx, merchant: m, payment } = input;
+  const { em, services } = ctx;
+  const now = services.now();
+  const session = await findSession(em, m, input.sessionId);
+  const paymentHash = canonicalHash(payment);
+
+  const replay = await replayBeforeGate({ em, session, paymentHash, now });
+  if (replay) return replay;
+  const approved = session.state === 'approved';
+
+  const checked = await checkPayment({ ctx, merchant: m, session, payment, now });
+  if (checked.kind === 'refused') return checked.result;
+
+  const mandate = await mandateOf({ ctx, merchant: m, session, approved, now });
+  if (mandate.present && !mandate.ok && mandate.code === 'MANDATE_ISSUER_UNAVAILABLE') {
+    // The issuer's keys could not be fetched: not the agent's fault, so not terminal.
+    return rejected(['MANDATE_ISSUER_UNAVAILABLE'], mandate.human);
+  }
+
+  let begun: CaptureBegun;
+  try {
+    begun = await em.transactional((tx) => gatePhase({ ...input, tx, session, paymentHash, approved, mandate, proof: checked.proof, facilitator: checked.facilitator, now }));
+  } catch (err) {
+    if (err instanceof CaptureFailure) {
+      const outcome = err.code === 'NONCE_ALREADY_USED' ? 'replay_attempt' : 'payment_invalid';
+      await em.fork().transactional((tx) => applyOutcome(tx, session.livemode, session.id, 'agent', session.agentId, outcome, services.now()));
+      return paymentInvalid(err.code, err.human);
+    }
+    throw err;
+  }
+  if (begun.kind === 'done') return begun.result;
+  return settleResultOf(await driveAttempt(services, begun.attemptId, begun.proof, begun.facilitator, { merchant: m, session: begun.session }), session);
+}
+
+/** A session the gate already decided replays (or refuses) at once; an expired one is 410 (and marked so). */
+async function replayBeforeGate(input: { em: Em; session: SessionRow; paymentHash: string; now: Date }): Promise<SettleResult | null> {
+  const { em, session: s, paymentHash } = input;
+  if (TERMINAL.has(s.state)) return replayOrConflict(s, paymentHash);
+  if (s.state === 'settling') return whileSettling(s, paymentHash);
+  if (sessionStateAt(s, input.now) === 'expired') {
+    if (s.state !== 'expired') await expireSession(em, s.id);
+    throw new ApiError('SESSION_EXPIRED');
+  }
+  return null;
+}
+
+type CheckedPayment = { kind: 'checked'; proof: PaymentProof | null; facilitator: Facilitator | null } | { kind: 'refused'; result: SettleResult };
+
+function x402Payment(payment: SettlePayment): { auth: Authorization; signature: Hex; scheme: string } | null {
+  if (!('authorization' in payment)) return null;
+  return { auth: payment.authorization, signature: payment.signature as Hex, scheme: payment.scheme };
+}
+
+/** Proof of payment for the session's rail, checked before anything is reserved (a bad proof reserves nothing). */
+async function checkPayment(input: { ctx: Ctx; merchant: MerchantRow; session: SessionRow; payment: SettlePayment; now: Date }): Promise<CheckedPayment> {
+  const { ctx, merchant: m, session: s, now } = input;
+  const { em, services } = ctx;
+  const refuse = async (result: SettleResult): Promise<CheckedPayment> => ({ kind: 'refused', result: await recordPaymentInvalid({ em, now, session: s, result }) });
+  const x402 = x402Payment(input.payment);
+  const facilitator = s.rail === 'x402' ? facilitatorFor(services.facilitators, m.livemode) : null;
+  if (s.rail === 'card') return { kind: 'refused', result: paymentInvalid('RAIL_NOT_IMPLEMENTED') };
+  if (s.rail === 'mock') {
+    if (m.livemode) throw new ApiError('TEST_MODE_RAIL_FORBIDDEN');
+    if (x402) return refuse(paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', 'This session is on the mock rail: send {"payment":{"mock":true}}.'));
+    return { kind: 'checked', proof: null, facilitator };
+  }
+  if (!x402) return refuse(paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', 'This session is on the x402 rail: send an x402-exact payment.'));
+  if (x402.scheme !== 'x402-exact') return refuse(paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', `payment.scheme must be x402-exact, got ${x402.scheme}.`));
+  const verified = await facilitator!.verify(
+    { chain: s.chain!, payTo: s.payTo!, amountBaseUnits: s.amountBaseUnits!, authorization: x402.auth, signature: x402.signature },
+    Math.floor(now.getTime() / 1000),
+  );
+  if (!verified.ok) return refuse(paymentInvalid(verified.code, verified.human));
+  return { kind: 'checked', proof: verified.proof, facilitator };
+}
+
+/** The mandate's verification. An approved session was gated already (the merchant approved the verdict); only the payment is new. */
+async function mandateOf(input: { ctx: Ctx; merchant: MerchantRow; session: SessionRow; approved: boolean; now: Date }): Promise<MandateResult> {
+  const { ctx, merchant: m, session: s } = input;
+  if (input.approved) return s.gate!.mandate;
+  return verifyMandate(s.mandate, {
+    jwksUrl: m.trustedSvcJwksUrl ?? null,
+    merchantId: m.id,
+    merchantDomain: m.verifiedDomain ?? null,
+    total: s.total,
+    currency: s.currency,
+    agentId: s.agentId,
+    rules: outboundRules(ctx.services.config, m.livemode),
+    now: input.now,
+    issuerKeys: ctx.services.caches.issuerKeys,
+  });
+}
+
+type GatePhaseInput = SettleInput & {
+  tx: Em;
+  session: SessionRow;
+  paymentHash: string;
+  approved: boolean;
+  mandate: MandateResult;
+  proof: PaymentProof | null;
+  facilitator: Facilitator | null;
+  now: Date;
+};
+
+/**
+ * Phase 1, in one transaction: the row and gate locks, the replay reservations, the verdict,
+ * and its end (rejected, held, or the capture begun).
+ */
+async function gatePhase(input: GatePhaseInput): Promise<CaptureBegun> {
+  const { tx, ctx, merchant: m, paymentHash, approved, mandate, proof, now } = input;
+  const done = (result: SettleResult): CaptureBegun => ({ kind: 'done', result });
+  // The row lock and, in the same statement, one gate at a time per (merchant, agent):
+  // velocity and daily caps count the agent's other sessions, so a concurrent settle must
+  // wait for this one to commit (row locks cover only this session).
+  const s = input.session;
+  const locked = await lockSessionForGate(tx, s.id, s.merchantId, s.agentId);
+  if (!locked) throw new ApiError('NOT_FOUND', 'No such checkout session.');
+  if (TERMINAL.has(locked.state)) return done(replayOrConflict(locked, paymentHash));
+  if (locked.state === 'settling') return done(whileSettling(locked, paymentHash));
+  if (locked.state !== (approved ? 'approved' : 'awaiting_payment')) throw new ApiError('SESSION_EXPIRED');
+  const nonceKey = proof ? nonceKeyOf(proof) : null;
+  const rejectWith = (r: Pick<RejectInput, 'codes' | 'human' | 'tier' | 'outcome' | 'verdict'>) =>
+    finishRejected({ tx, ctx, merchant: m, session: locked, paymentHash, payment: input.payment, mandate, ...r });
+
+  let gate: GateContext;
+  if (approved) {
+    gate = locked.gate!;
+    if (proof) await reserveNonce({ tx, now, session: locked, proof });
+  } else {
+    // The gate's reads and the authorization's replay reservation: one statement.
+    const inputs = await readGateInputs(
+      tx,
+      { id: locked.id, merchantId: locked.merchantId, agentId: locked.agentId, agentSubject: subjectKey(locked.agentId), livemode: m.livemode, projectId: m.projectId },
+      nonceKey,
+      now,
+    );
+    // The merchant's project's view in its mode: the shared score plus the project's own ingest reports.
+    const reputation = reputationOf(inputs.agentReputation);
+    const tierNow = trustTier(mandate, reputation.known);
+    if (mandate.present && !mandate.ok) {
+      return done(await rejectWith({ codes: [mandate.code ?? 'MANDATE_MALFORMED'], human: mandate.human, tier: tierNow, outcome: 'rejected' }));
+    }
+    if (mandate.present && mandate.ok && mandate.issuer && mandate.subject) {
+      if (!(await reserveMandateSubject(tx, locked.id, mandate.issuer, mandate.subject, now))) {
+        return done(await rejectWith({ codes: ['MANDATE_REPLAY'], tier: tierNow, outcome: 'replay_attempt' }));
+      }
+    }
+    gate = gateVerdict({ session: locked, mandate, reputation, inputs, payment: input.payment });
+    // Checked where the reservation used to be taken: a mandate rejection above wins over a replay.
+    if (proof) checkNonceHolder(locked, inputs.nonceHolder);
+  }
+  locked.policyVersion = gate.policyVersion;
+  locked.policyHash = gate.policyHash;
+  locked.payment = input.payment as Record<string, unknown>;
+  locked.paymentError = null;
+
+  if (!approved) {
+    locked.verdict = gate.verdict;
+    if (gate.verdict.decision === 'reject') {
+      return done(await rejectWith({ codes: gate.verdict.reasonCodes, tier: gate.verdict.tier, outcome: 'rejected', verdict: gate.verdict }));
+    }
+    if (gate.verdict.decision === 'hold') return done(await finishHeld({ tx, ctx, merchant: m, session: locked, paymentHash, gate, baseUrl: input.baseUrl }));
+  }
+  return beginCapture({
+    tx,
+    services: ctx.services,
+    merchant: m,
+    session: locked,
+    paymentHash,
+    gate,
+    proof,
+    facilitator: input.facilitator,
+    returnState: approved ? 'approved' : 'awaiting_payment',
+  });
+}
+
+/** The verdict on the gate's inputs (read by readGateInputs), with the inputs the receipt fingerprints. */
+function gateVerdict(input: { session: SessionRow; mandate: MandateResult; reputation: Reputation; inputs: GateInputs; payment: SettlePayment }): GateContext {
+  const { session: s, mandate, reputation } = input;
+  const { velocity, policy: policyRow } = input.inputs;
+  const policy = resolvePolicy(policyRow?.body);
+  const verdict = evaluatePolicy({
+    policy,
+    total: s.total,
+    currency: s.currency,
+    rail: s.rail,
+    agentId: s.agentId,
+    mandate,
+    reputation,
+    velocity,
+    intent: s.buyerIntent ?? null,
+  });
+  const hash = policyRow?.hash ?? policyHash({});
+  return {
+    mandate,
+    verdict,
+    policyVersion: policyRow?.version ?? 0,
+    policyHash: hash,
+    fingerprintInputs: {
+      sessionId: s.id,
+      lines: s.lines.map((l) => ({ sku: l.sku, qty: l.qty, unitPrice: l.unitPrice })),
+      total: totalOf(s),
+      rail: s.rail,
+      payment: input.payment,
+      mandate: { type: mandate.type, ref: mandate.ref },
+      reputation,
+      velocity,
+      policyHash: hash,
+    },
+  };
+}
+
+/** Phase 2/3's end, as the settle route answers it. */
+function settleResultOf(outcome: AttemptOutcome, s: Pick<SessionRow, 'pathPrefix' | 'id'>): SettleResult {
+  if (outcome.kind === 'accepted') return outcome.result;
+  if (outcome.kind === 'pending') return settlementPending(s);
+  return paymentInvalid(outcome.code, outcome.human);
+}

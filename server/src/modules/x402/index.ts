@@ -1,0 +1,4 @@
+/** The x402 transport: the wire format in (headers, payloads) and out (challenges, PAYMENT-RESPONSE), and the paid resource. */
+export { buyItem, quoteItem, readPaymentHeader, settleAnyTransport, x402ReplyOf, type PurchaseReply, type Reply, type SettleReply, type X402Transport } from './service.js';
+export { paymentTransportOf, sendX402 } from './http.js';
+export { payerAgentId } from './agent-id.js';
