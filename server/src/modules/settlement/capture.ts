@@ -3,7 +3,7 @@ import { humanOf, type ReasonCode } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { settleMockRail } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { reservePaymentNonce, type NonceKey, type SessionRow } from '../checkout/index.js';
 import type { MerchantRow } from '../merchants/index.js';
 import type { GateContext } from '../gate/index.js';

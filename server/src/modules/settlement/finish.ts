@@ -1,7 +1,7 @@
 import type { ReasonCode, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import type { Ctx } from '../../http/context.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { pollCall, releaseMandateSubjects, releasePaymentNonces, type SessionRow } from '../checkout/index.js';
 import type { GateContext, MandateResult, Verdict } from '../gate/index.js';
 import type { MerchantRow } from '../merchants/index.js';

@@ -6,7 +6,7 @@ import { MIN_VALIDITY_SECONDS, type Authorization } from '../../lib/eip3009.js';
 import { ApiError } from '../../lib/errors.js';
 import { facilitatorFor } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { findSession, lockSession, releasePaymentNonces, reviewWindowLapsed, totalOf, type SessionRow } from '../checkout/index.js';
 import type { GateContext } from '../gate/index.js';
 import type { MerchantRow } from '../merchants/index.js';
