@@ -18,7 +18,7 @@ export function metricsCollectors(orm: Orm): MetricsCollectors {
 /** The pg pool's counters; null on embedded PGlite (no pool) or when the client cannot be had. */
 async function poolFigures(orm: Orm): Promise<PoolFigures | null> {
   // MikroORM's connection type does not declare the driver's native client (pg.Pool on PostgreSQL).
-  const conn = orm.em.getConnection() as unknown as { getNativeClient?: () => Promise<unknown> };
+  const conn: { getNativeClient?: () => Promise<unknown> } = orm.em.getConnection();
   const native = (await conn.getNativeClient?.().catch(() => null)) as
     | { totalCount?: number; idleCount?: number; waitingCount?: number; options?: { max?: number } }
     | null
