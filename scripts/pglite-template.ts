@@ -10,6 +10,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { migrate, openOrm } from '../server/src/db/orm.js';
+import { entities } from '../server/src/entities.js';
 import { currentPgliteTemplatePath, writePgliteTemplate } from '../server/src/db/pglite-template.js';
 
 type NativePglite = { query(sql: string): Promise<unknown>; dumpDataDir(compression: 'gzip'): Promise<Blob> };
@@ -19,7 +20,7 @@ export async function ensurePgliteTemplate(opts: { force?: boolean } = {}): Prom
   const path = await currentPgliteTemplatePath();
   if (!path) return null;
   if (!opts.force && existsSync(path)) return { path, made: false };
-  const orm = await openOrm({ kind: 'pglite', dataDir: null, template: false });
+  const orm = await openOrm({ kind: 'pglite', dataDir: null, template: false }, entities);
   try {
     await migrate(orm);
     const pglite = (await orm.em.getConnection().getNativeClient()) as NativePglite;

@@ -408,7 +408,7 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
           loadConfig({ ...env, SVC_LIVE_FACILITATOR: 'onchain', SVC_RPC_URL_BASE: anvil.rpcUrl, SVC_RELAYER_PRIVATE_KEYS: ourKeys.join(',') }),
           silent,
           // signer recovery on the server's worker threads, as boot.ts wires it
-          services.signers.recover,
+          services.signers,
         );
         if (ours.name !== 'onchain') throw new Error(`expected the onchain facilitator, got ${ours.name}`);
         services.facilitators.live = ours;

@@ -9,6 +9,7 @@ import { ulid } from 'ulid';
 import { createServices } from '../src/boot.js';
 import { loadConfig } from '../src/config.js';
 import { openOrm, type DbTarget } from '../src/db/orm.js';
+import { entities } from '../src/entities.js';
 import { createLogger } from '../src/lib/logger.js';
 import { createProject } from '../src/modules/accounts/service.js';
 import { createWebhookEndpoint } from '../src/modules/webhooks/service.js';
@@ -87,7 +88,7 @@ export async function benchWebhooks(opts: WebhookBenchOptions = {}): Promise<str
     const workerServices: Services[] = [services];
     for (let i = 1; i < workerCount; i++) {
       if (target.kind === 'postgres') {
-        const s = { ...services, orm: await openOrm(target) };
+        const s = { ...services, orm: await openOrm(target, entities) };
         extra.push(s);
         workerServices.push(s);
       } else {

@@ -5,12 +5,15 @@ import { newId } from './lib/ids.js';
 import { requestContext } from './http/context.js';
 import type { Services } from './services.js';
 import { authMiddleware } from './http/auth.js';
-import { errorHandler, notFoundHandler, validationErrorHandler } from './http/errors.js';
+import { errorHandler, notFoundHandler, sendCode, validationErrorHandler } from './http/errors.js';
 import { bodyGuardMiddleware } from './http/body-guard.js';
 import { hostRequired, requestTargetGuard } from './http/request-target-guard.js';
 import { idempotencyMiddleware } from './http/idempotency.js';
 import { router } from './routes.js';
 import { agentHostRouting } from './http/agent-host.js';
+import { authenticate } from './modules/accounts/index.js';
+import { authenticateSession } from './modules/auth/index.js';
+import { agentRefForHost } from './modules/agent/service.js';
 import { docsRouter } from './http/docs.js';
 import { dashboardRouter } from './http/dashboard.js';
 import { metricsHandler, UNMATCHED_ROUTE } from './lib/metrics.js';
@@ -109,7 +112,7 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
   // waits for from PostgreSQL counts, and a spent budget answers 503 (db/request-budget.ts).
   app.use((_req: Request, _res: Response, next: NextFunction) => services.dbRequests.run(next));
 
-  app.use(agentHostRouting(services.config));
+  app.use(agentHostRouting(services.config, agentRefForHost));
 
   createExpressEndpoints(contract, router, app, {
     logInitialization: false,
@@ -117,12 +120,19 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
     responseValidation: opts.responseValidation ?? false,
     // ts-rest types these per route; ours are plain Express handlers that read req.tsRestRoute.
     // Auth first; then refuse bodies storage cannot hold (before idempotency hashes them).
-    globalMiddleware: [authMiddleware, bodyGuardMiddleware, idempotencyMiddleware] as unknown as [],
+    globalMiddleware: [authMiddleware({ apiKey: authenticate, session: authenticateSession }), bodyGuardMiddleware, idempotencyMiddleware] as unknown as [],
     requestValidationErrorHandler: validationErrorHandler as unknown as 'default',
   });
 
   // GET /metrics (Prometheus): an operator endpoint with its own bearer token, outside the contract.
-  app.get('/metrics', metricsHandler(services.metrics, { token: services.config.SVC_METRICS_TOKEN, production: services.config.NODE_ENV === 'production' }));
+  app.get(
+    '/metrics',
+    metricsHandler(services.metrics, {
+      token: services.config.SVC_METRICS_TOKEN,
+      production: services.config.NODE_ENV === 'production',
+      unauthorized: (res) => sendCode(res, 'UNAUTHENTICATED', 'GET /metrics needs Authorization: Bearer <SVC_METRICS_TOKEN>.'),
+    }),
+  );
 
   // GET /openapi.json and GET /docs (Redoc served locally): public, outside the contract.
   app.use(docsRouter());

@@ -1,16 +1,18 @@
 import type { Config } from './config.js';
 import { migrate, openOrm, type DbTarget } from './db/orm.js';
+import { entities } from './entities.js';
 import { RequestDbBudget } from './db/request-budget.js';
 import { resolveMasterKey, SecretBox } from './lib/crypto.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import type { Services } from './services.js';
-import { EventOutbox } from './modules/events/service.js';
-import { webhookFanOut } from './modules/webhooks/service.js';
-import { CommitWake } from './modules/webhooks/wake.js';
+import { EventOutbox } from './modules/events/index.js';
+import { CommitWake, webhookFanOut } from './modules/webhooks/index.js';
+import { reorderOrderEventObject } from './modules/orders/present.js';
 import { Mailer } from './modules/auth/mail.js';
 import { OperatorChannel } from './modules/operator/channel.js';
 import { createFacilitators, type ProcessSlot } from './rails/index.js';
 import { createMetrics } from './lib/metrics.js';
+import { metricsCollectors } from './metrics-collectors.js';
 import { defaultSignerThreads, SignerRecovery } from './lib/signer-recovery.js';
 import { AgentReadCache } from './modules/agent/cache.js';
 import { defaultDomainProofIo } from './modules/merchants/domain.js';
@@ -26,7 +28,7 @@ export function dbTargetFor(config: Config): DbTarget {
 
 /** Runs the committed migrations and closes the database again: a cluster primary, once before it forks. */
 export async function migrateDatabase(config: Config, log: Logger): Promise<void> {
-  const orm = await openOrm(dbTargetFor(config), log, { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS });
+  const orm = await openOrm(dbTargetFor(config), entities, log, { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS });
   try {
     await migrate(orm);
   } finally {
@@ -47,7 +49,7 @@ export async function createServices(
   const target = opts.target ?? dbTargetFor(config);
   const dbRequests = new RequestDbBudget(config.SVC_DB_REQUEST_TIMEOUT_MS);
   const timeouts = { statementMs: config.SVC_DB_STATEMENT_TIMEOUT_MS, connectMs: config.SVC_DB_CONNECT_TIMEOUT_MS };
-  const orm = await openOrm(target, log, { ...timeouts, requests: dbRequests });
+  const orm = await openOrm(target, entities, log, { ...timeouts, requests: dbRequests });
   if (opts.migrate !== false) await migrate(orm);
   if (config.NODE_ENV === 'production' && target.kind === 'pglite') {
     log.warn(
@@ -74,16 +76,16 @@ export async function createServices(
     box,
     log,
     now: () => new Date(),
-    facilitators: createFacilitators(config, log, signers.recover, opts.processSlot),
+    facilitators: createFacilitators(config, log, signers, opts.processSlot),
     signers,
     wake,
     caches: { agent: agentCache, issuerKeys: new Map(), receiptKeys: new Map() },
-    metrics: createMetrics(orm, log),
+    metrics: createMetrics(log, metricsCollectors(orm)),
     mailer: new Mailer(config, log),
     operator: new OperatorChannel(),
     domainProof: defaultDomainProofIo(),
     // Reads services.now at each call, so a clock replaced later (tests) is the one used.
-    events: new EventOutbox(() => services.now(), webhookFanOut(wake)),
+    events: new EventOutbox(() => services.now(), webhookFanOut(wake), reorderOrderEventObject),
   };
   return services;
 }

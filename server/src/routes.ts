@@ -1,6 +1,6 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
-import { keysRoutes, meRoutes } from './modules/accounts/routes.js';
+import { keysRoutes } from './modules/accounts/routes.js';
 import { agentRoutes, x402Routes } from './modules/agent/routes.js';
 import { catalogRoutes } from './modules/catalog/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
@@ -12,7 +12,7 @@ import { policyRoutes } from './modules/policy/routes.js';
 import { receivingRoutes } from './modules/receiving/routes.js';
 import { reputationRoutes } from './modules/reputation/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
-import { authRoutes } from './modules/auth/routes.js';
+import { authRoutes, meRoutes } from './modules/auth/routes.js';
 import { operatorRoutes } from './modules/operator/routes.js';
 
 /**

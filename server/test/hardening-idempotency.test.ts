@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ulid } from 'ulid';
-import { canonicalJson, sha256Hex } from '../src/lib/canonical-json.js';
+import { canonicalJson } from '../src/lib/canonical-json.js';
+import { sha256 } from '../src/lib/crypto.js';
 import { merchantBody, TestApp, type TestKey } from './helpers/harness.js';
 import { expectError, sql } from './helpers/foundation.js';
 import { newBuyer, publishedMerchant } from './helpers/agent.js';
@@ -29,7 +30,7 @@ afterAll(async () => {
  * `lease` is its `locked_until` (SQL), or null for a row from before leases (its lease is created_at + 15 s).
  */
 async function leaveDeadClaim(idemKey: string, body: unknown, ageSql: string, lease: string | null = null) {
-  const hash = sha256Hex(`POST /v1/merchants\n${canonicalJson(body)}`);
+  const hash = sha256(`POST /v1/merchants\n${canonicalJson(body)}`);
   await sql(app, `insert into idempotency_keys (id, scope_key, idem_key, request_hash, created_at, locked_until, lock_owner) values (?, ?, ?, ?, now() - ${ageSql}, ${lease ?? 'null'}, ?)`, [
     `idem_${ulid().toLowerCase()}`,
     `${key.projectId}:test`,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openOrm, type DbTarget, type Orm } from '../src/db/orm.js';
+import { entities } from '../src/entities.js';
 import { createScratchDatabase } from '../src/db/scratch.js';
 
 /**
@@ -17,7 +18,7 @@ let drop: () => Promise<void> = async () => undefined;
 beforeAll(async () => {
   let target: DbTarget = { kind: 'pglite', dataDir: null, template: false };
   if (process.env.DATABASE_URL) ({ target, drop } = await createScratchDatabase(process.env.DATABASE_URL, 'svc_t', 2));
-  orm = await openOrm(target);
+  orm = await openOrm(target, entities);
   await orm.migrator.up({ to: BEFORE });
 });
 afterAll(async () => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ulid } from 'ulid';
 import { openOrm, type DbTarget } from '../src/db/orm.js';
+import { entities } from '../src/entities.js';
 import { createScratchDatabase } from '../src/db/scratch.js';
 import { sql } from './helpers/foundation.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
@@ -86,7 +87,7 @@ beforeAll(async () => {
     target = { kind: 'pglite', dataDir: dir, template: false };
     drop = async () => rmSync(dir, { recursive: true, force: true });
   }
-  const orm = await openOrm(target);
+  const orm = await openOrm(target, entities);
   try {
     await orm.migrator.up({ to: BEFORE });
     const em = orm.em.fork();

@@ -5,7 +5,7 @@ import openapiTS, { astToString, COMMENT_HEADER } from 'openapi-typescript';
 import { describe, expect, it } from 'vitest';
 import { contractRoutes, OPENAPI_JSON_PATH, renderOpenApi, SCHEMA_DTS_PATH, takesIdempotencyKey, webhookRetryText } from '../../scripts/emit-openapi.js';
 import { REASON_CODES, WEBHOOK_RETRY_SCHEDULE_MS, WebhookEventType } from '@svc/contract';
-import { RETRY_SCHEDULE_MS } from '../src/modules/webhooks/store.js';
+import { RETRY_SCHEDULE_MS } from '../src/modules/webhooks/queue.js';
 
 const require = createRequire(import.meta.url);
 const STALE = 'is stale: run `npm run openapi` and commit the result';

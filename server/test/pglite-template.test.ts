@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Migration } from '@mikro-orm/migrations';
 import { migrate, openOrm, pgliteOrigin, type Orm } from '../src/db/orm.js';
+import { entities } from '../src/entities.js';
 import { pgliteTemplateKey, pgliteTemplatePath, readPgliteTemplate } from '../src/db/pglite-template.js';
 import { migrationsList } from '../src/migrations/index.js';
 import { ensurePgliteTemplate } from '../../scripts/pglite-template.js';
@@ -76,8 +77,8 @@ describe('the embedded database template', () => {
     expect(made!.path).toBe(pgliteTemplatePath((await pgliteTemplateKey())!));
 
     const dir = tempDir();
-    const fromTemplate = await openOrm({ kind: 'pglite', dataDir: dir });
-    const initdb = await openOrm({ kind: 'pglite', dataDir: null, template: false });
+    const fromTemplate = await openOrm({ kind: 'pglite', dataDir: dir }, entities);
+    const initdb = await openOrm({ kind: 'pglite', dataDir: null, template: false }, entities);
     try {
       expect(pgliteOrigin(fromTemplate)).toBe('template');
       expect(pgliteOrigin(initdb)).toBe('initdb');
@@ -92,7 +93,7 @@ describe('the embedded database template', () => {
       await fromTemplate.close();
       await initdb.close();
     }
-    const reopened = await openOrm({ kind: 'pglite', dataDir: dir });
+    const reopened = await openOrm({ kind: 'pglite', dataDir: dir }, entities);
     try {
       expect(pgliteOrigin(reopened)).toBe('existing');
       expect(await reopened.em.fork().execute(`select name from probe`)).toEqual([{ name: 'kept' }]);
@@ -102,7 +103,7 @@ describe('the embedded database template', () => {
   });
 
   it('an in-memory database unpacks from it too', async () => {
-    const orm = await openOrm({ kind: 'pglite', dataDir: null });
+    const orm = await openOrm({ kind: 'pglite', dataDir: null }, entities);
     try {
       expect(pgliteOrigin(orm)).toBe('template');
       expect(await orm.migrator.getPending()).toEqual([]);
@@ -132,7 +133,7 @@ describe('the embedded database template', () => {
     // WHEN a database is opened on one THEN the warning, and initdb makes a database the migrations complete.
     // (One initdb for all four: each costs seconds of CPU, and the refusal above is the same code path.)
     const { log, warnings } = captureLog();
-    const orm = await openOrm({ kind: 'pglite', dataDir: tempDir(), template: files[2]![1] }, log);
+    const orm = await openOrm({ kind: 'pglite', dataDir: tempDir(), template: files[2]![1] }, entities, log);
     try {
       expect(pgliteOrigin(orm)).toBe('initdb');
       expect(warnings).toEqual([expect.stringContaining('template is damaged')]);
@@ -144,7 +145,7 @@ describe('the embedded database template', () => {
   });
 
   it('a missing template (no `npm ci` scripts, or a migration newer than the install) falls back to initdb', async () => {
-    const orm = await openOrm({ kind: 'pglite', dataDir: tempDir(), template: join(tempDir(), 'absent.tar.gz') });
+    const orm = await openOrm({ kind: 'pglite', dataDir: tempDir(), template: join(tempDir(), 'absent.tar.gz') }, entities);
     try {
       expect(pgliteOrigin(orm)).toBe('initdb');
     } finally {

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '@svc/sdk';
 import { openOrm } from '../src/db/orm.js';
+import { entities } from '../src/entities.js';
 import type { Services } from '../src/services.js';
 import { startWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from '../src/modules/webhooks/worker.js';
 import { NON_PUBLIC_FAILURE } from '../src/modules/webhooks/deliver.js';
@@ -352,7 +353,7 @@ describe('workers on one database', () => {
     let second = app.services;
     if (onPostgres) {
       const url = app.services.orm.config.get('clientUrl') as string;
-      second = { ...app.services, orm: await openOrm({ kind: 'postgres', url, poolMax: 5 }) };
+      second = { ...app.services, orm: await openOrm({ kind: 'postgres', url, poolMax: 5 }, entities) };
       extraServices.push(second);
     }
     worker({ name: 'w1', batchSize: 5 });

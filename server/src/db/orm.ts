@@ -3,16 +3,18 @@ import { resolve } from 'node:path';
 import { MikroORM as PgOrm } from '@mikro-orm/postgresql';
 import { MikroORM as PgliteOrm } from '@mikro-orm/pglite';
 import { Migrator } from '@mikro-orm/migrations';
+import type { Options } from '@mikro-orm/core';
 import type { EntityManager as SqlEntityManager, MikroORM as SqlOrm } from '@mikro-orm/sql';
-import { entities } from './entities.js';
 import { migrationsList } from '../migrations/index.js';
-import { namePreparedStatements } from './sql.js';
+import { PreparedStatementNames } from './prepared-statements.js';
 import { readPgliteTemplate } from './pglite-template.js';
 import type { RequestDbBudget } from './request-budget.js';
 import type { Logger } from '../lib/logger.js';
 
 export type Orm = SqlOrm;
 export type Em = SqlEntityManager;
+/** The entity list an ORM maps (the app layer's `entities`, src/entities.ts). */
+export type OrmEntities = Options['entities'];
 
 export type DbTarget =
   | { kind: 'postgres'; url: string; poolMax?: number }
@@ -58,8 +60,11 @@ export function pgTimeoutOptions(t: DbTimeouts) {
   };
 }
 
-/** Opens the ORM on PostgreSQL or embedded PGlite with the same entities and migrations. */
-export async function openOrm(target: DbTarget, log?: Logger, timeouts: DbTimeouts = DEFAULT_DB_TIMEOUTS): Promise<Orm> {
+/**
+ * Opens the ORM on PostgreSQL or embedded PGlite with the same entities and migrations. The
+ * entities come from the caller (the app layer's list, src/entities.ts): this layer imports no module.
+ */
+export async function openOrm(target: DbTarget, entities: OrmEntities, log?: Logger, timeouts: DbTimeouts = DEFAULT_DB_TIMEOUTS): Promise<Orm> {
   const common = {
     entities,
     extensions: [Migrator],
@@ -70,15 +75,16 @@ export async function openOrm(target: DbTarget, log?: Logger, timeouts: DbTimeou
     forceUtcTimezone: true,
   };
   if (target.kind === 'postgres') {
+    const statementNames = new PreparedStatementNames();
     return (await PgOrm.init({
       ...common,
       clientUrl: target.url,
       pool: { min: 0, max: target.poolMax ?? 10, idleTimeoutMillis: 10_000 },
-      // Statements sent with values (db/sql.ts runSql) run as named prepared statements.
+      // Statements sent with values (db/sql.ts runSql) run as named prepared statements; the names belong to this ORM.
       driverOptions: {
         ...pgTimeoutOptions(timeouts),
-        onPoolCreated: (pool: Parameters<typeof namePreparedStatements>[0] & Parameters<RequestDbBudget['install']>[0]) => {
-          namePreparedStatements(pool);
+        onPoolCreated: (pool: Parameters<PreparedStatementNames['install']>[0] & Parameters<RequestDbBudget['install']>[0]) => {
+          statementNames.install(pool);
           timeouts.requests?.install(pool);
         },
       },

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { EntityName } from '@mikro-orm/core';
 import type { Kysely } from '@mikro-orm/sql';
 import type { Em } from './orm.js';
@@ -8,7 +7,7 @@ import type { Em } from './orm.js';
  * value into the SQL text it sends (a simple query per statement); `runSql` sends the text with
  * `$1..$n` placeholders and the values apart (the extended protocol), through the transaction of
  * `em` when one is open. On PostgreSQL the pool turns every such text into a named prepared
- * statement (`namePreparedStatements`), so each connection parses and plans it once.
+ * statement (db/prepared-statements.ts), so each connection parses and plans it once.
  *
  * Values: strings, numbers, booleans, Dates and null. JSON goes as a string cast in the SQL
  * (`$3::text::jsonb`): the two drivers serialize objects and arrays differently.
@@ -58,32 +57,4 @@ export async function entityById<T extends object>(
   if (held) return held;
   const row = await read(em, id);
   return row ? em.map(entity, row as never) : null;
-}
-
-const names = new Map<string, string>();
-
-/** The prepared statement's name: stable per text, so every connection of the pool shares it. */
-function statementName(text: string): string {
-  let name = names.get(text);
-  if (!name) {
-    name = `svc_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
-    names.set(text, name);
-  }
-  return name;
-}
-
-type QueryFn = (config: unknown, values?: unknown, cb?: unknown) => unknown;
-type PoolLike = { on(event: 'connect', listener: (client: { query: QueryFn }) => void): unknown };
-
-/**
- * On each new `pg` connection of the pool: a query sent with values (only `runSql` sends any;
- * MikroORM's own statements carry none) becomes a named prepared statement, parsed once per
- * connection. The set of texts is the fixed set of store statements, so the cache stays small.
- */
-export function namePreparedStatements(pool: PoolLike): void {
-  pool.on('connect', (client) => {
-    const query = client.query.bind(client);
-    client.query = (config, values, cb) =>
-      typeof config === 'string' && Array.isArray(values) && values.length > 0 ? query({ name: statementName(config), text: config, values }, cb) : query(config, values, cb);
-  });
 }

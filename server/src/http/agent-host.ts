@@ -1,7 +1,9 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Config } from '../config.js';
-import { agentRefForHost } from '../modules/agent/service.js';
-import { ctxOf } from './context.js';
+import { ctxOf, type Ctx } from './context.js';
+
+/** The merchant reference (its id) whose verified domain is `host`, or null: the agent module's `agentRefForHost`, passed in by app.ts. */
+export type AgentRefForHost = (ctx: Ctx, host: string) => Promise<string | null>;
 
 const AGENT_PATH = /^\/(?:\.well-known\/(?:agentic-checkout|jwks)\.json|agent(?:\/.*)?|x402\/[^/]+)$/;
 
@@ -13,7 +15,7 @@ const AGENT_PATH = /^\/(?:\.well-known\/(?:agentic-checkout|jwks)\.json|agent(?:
  * SVC_PUBLIC_BASE_URL with the configured discovery domain or the merchant's stored domain,
  * never the Host header's own spelling (its port, its scheme).
  */
-export function agentHostRouting(config: Pick<Config, 'SVC_DISCOVERY_DOMAIN' | 'SVC_PUBLIC_BASE_URL'>) {
+export function agentHostRouting(config: Pick<Config, 'SVC_DISCOVERY_DOMAIN' | 'SVC_PUBLIC_BASE_URL'>, agentRefForHost: AgentRefForHost) {
   const discoveryDomain = config.SVC_DISCOVERY_DOMAIN.toLowerCase();
   const suffix = `.${discoveryDomain}`;
   const base = new URL(config.SVC_PUBLIC_BASE_URL);

@@ -1,12 +1,34 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { RouteMeta } from '@svc/contract';
-import { authenticate } from '../modules/accounts/service.js';
-import { authenticateSession } from '../modules/auth/service.js';
 import { ApiError } from '../lib/errors.js';
 import { ctxOf, type AuthContext } from './context.js';
 import type { Em } from '../db/orm.js';
 import { isSameOrigin, sessionCookieOf } from './session-cookie.js';
-import { isLoopback } from '../modules/operator/channel.js';
+
+/**
+ * How a credential becomes an AuthContext. The functions are the accounts module's
+ * (`authenticate`, an API key) and the auth module's (`authenticateSession`, a session cookie);
+ * app.ts passes them in, so this layer imports no module. Each throws the ApiError of a bad credential.
+ */
+export type Authenticators = {
+  apiKey: (em: Em, secret: string, now: Date) => Promise<AuthContext>;
+  session: (em: Em, token: string, now: Date, select: { mode?: string; projectId?: string }) => Promise<AuthContext>;
+};
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /** Set by the auth middleware on every contract route, for `lenientCaller`. */
+      authenticators?: Authenticators;
+    }
+  }
+}
+
+/** Loopback peers only: the operator channel is for the server's own machine. */
+export function isLoopback(address: string | undefined): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
+}
 
 type RoutedRequest = Request & { tsRestRoute?: { metadata?: unknown } };
 
@@ -22,8 +44,13 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * (every scope; the Svc-Mode and Svc-Project headers select mode and project); `session`
  * routes take the cookie only. Cookie-authenticated writes must come from this origin.
  */
-export async function authMiddleware(req: Request, _res: Response, next: NextFunction) {
+export function authMiddleware(authenticators: Authenticators) {
+  return (req: Request, res: Response, next: NextFunction) => authenticateRequest(authenticators, req, res, next);
+}
+
+async function authenticateRequest(authenticators: Authenticators, req: Request, _res: Response, next: NextFunction) {
   try {
+    req.authenticators = authenticators;
     const meta = routeMeta(req);
     if (!meta || meta.auth === 'public') return next();
     const ctx = ctxOf(req);
@@ -38,7 +65,7 @@ export async function authMiddleware(req: Request, _res: Response, next: NextFun
     if (header !== undefined && meta.auth === 'key') {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (!m) throw new ApiError('UNAUTHENTICATED', 'The Authorization header must be "Bearer <API_KEY>".');
-      ctx.auth = await authenticate(ctx.em, m[1]!, ctx.services.now());
+      ctx.auth = await authenticators.apiKey(ctx.em, m[1]!, ctx.services.now());
       ctx.log = ctx.log.child({ key_id: ctx.auth.keyId, mode: ctx.auth.mode });
     } else {
       const token = sessionCookieOf(req);
@@ -46,7 +73,7 @@ export async function authMiddleware(req: Request, _res: Response, next: NextFun
         if (meta.auth === 'session') throw new ApiError('INVALID_SESSION', 'This route needs the signed-in session cookie (sign in with POST /v1/auth/email/start).');
         throw new ApiError('UNAUTHENTICATED');
       }
-      ctx.auth = await authenticateSession(ctx.em, token, ctx.services.now(), { mode: req.get('svc-mode'), projectId: req.get('svc-project') });
+      ctx.auth = await authenticators.session(ctx.em, token, ctx.services.now(), { mode: req.get('svc-mode'), projectId: req.get('svc-project') });
       ctx.log = ctx.log.child({ user_id: ctx.auth.userId, mode: ctx.auth.mode });
       if (!SAFE_METHODS.has(req.method) && !isSameOrigin(req, ctx.services.config)) throw new ApiError('CSRF_REJECTED');
     }
@@ -69,17 +96,19 @@ export async function authMiddleware(req: Request, _res: Response, next: NextFun
  */
 export function lenientCaller(req: Request): (em: Em) => Promise<AuthContext | null> {
   const { services } = ctxOf(req);
+  const { authenticators } = req;
+  if (!authenticators) throw new Error('auth middleware missing on a contract route');
   return async (em) => {
     try {
       const bearer = req.headers.authorization;
       if (bearer !== undefined) {
         const m = /^Bearer\s+(\S+)\s*$/i.exec(bearer);
-        return m ? await authenticate(em, m[1]!, services.now()) : null;
+        return m ? await authenticators.apiKey(em, m[1]!, services.now()) : null;
       }
       const legacy = req.get('x-svc-api-key');
-      if (legacy !== undefined) return await authenticate(em, legacy.trim(), services.now());
+      if (legacy !== undefined) return await authenticators.apiKey(em, legacy.trim(), services.now());
       const token = sessionCookieOf(req);
-      if (token !== undefined) return await authenticateSession(em, token, services.now(), { mode: req.get('svc-mode'), projectId: req.get('svc-project') });
+      if (token !== undefined) return await authenticators.session(em, token, services.now(), { mode: req.get('svc-mode'), projectId: req.get('svc-project') });
       return null;
     } catch {
       return null;

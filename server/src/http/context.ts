@@ -1,9 +1,45 @@
 import type { Mode, Scope } from '@svc/contract';
+import type { Config } from '../config.js';
 import type { Em, Orm } from '../db/orm.js';
+import type { RequestDbBudget } from '../db/request-budget.js';
+import type { SecretBox } from '../lib/crypto.js';
 import type { Logger } from '../lib/logger.js';
-import type { Services } from '../services.js';
+import type { Metrics } from '../lib/metrics.js';
+import type { SignerRecovery } from '../lib/signer-recovery.js';
+import type { Facilitators } from '../rails/index.js';
 
 export type { Mode };
+
+/**
+ * Per-process caches (each says what invalidates it where it is read). Empty here: each module
+ * that owns a cache adds its member in its `services.ts` (declaration merging, see Services).
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface, @typescript-eslint/no-empty-object-type
+export interface Caches {}
+
+/**
+ * Process-wide dependencies, built once at start (boot.ts) and shared by every request.
+ * Declared here, in the bottom layer, so every layer can name it without importing upward.
+ * This declaration holds only bottom-layer members; each module adds the members whose types it
+ * owns from its own `modules/<name>/services.ts`
+ * (`declare module '../../http/context.js' { interface Services { ... } }`).
+ */
+export interface Services {
+  config: Config;
+  orm: Orm;
+  /** Each HTTP request's total wait on PostgreSQL (SVC_DB_REQUEST_TIMEOUT_MS): app.ts runs every request under it. */
+  dbRequests: RequestDbBudget;
+  box: SecretBox;
+  log: Logger;
+  now: () => Date;
+  /** x402 facilitators by mode (test: the mock; live: SVC_LIVE_FACILITATOR). */
+  facilitators: Facilitators;
+  /** EIP-712 signer recovery off the request thread (a worker-thread pool started at first use). */
+  signers: SignerRecovery;
+  caches: Caches;
+  /** This instance's Prometheus registry and its counters (GET /metrics). */
+  metrics: Metrics;
+}
 
 export type AuthContext = {
   /** How the caller proved itself: a Bearer API key, or a signed-in member's session cookie. */
@@ -93,11 +129,14 @@ export function ctxOf(req: { ctx?: Ctx }): Ctx {
   return req.ctx;
 }
 
+/** A request's context once the auth middleware has authenticated it (what `authed` answers). */
+export type AuthedCtx = Ctx & { auth: AuthContext };
+
 /** The authenticated context; only called from key-auth routes, after the auth middleware. */
-export function authed(req: { ctx?: Ctx }): Ctx & { auth: AuthContext } {
+export function authed(req: { ctx?: Ctx }): AuthedCtx {
   const ctx = ctxOf(req);
   if (!ctx.auth) throw new Error('auth context missing on a key route');
-  return ctx as Ctx & { auth: AuthContext };
+  return ctx as AuthedCtx;
 }
 
 export type { Orm };

@@ -110,7 +110,7 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     return sendCode(res, 'BAD_REQUEST', `The request could not be read: ${e.message ?? 'malformed request'}.`);
   }
   if (err instanceof UniqueConstraintViolationException) {
-    const name = (err as unknown as { constraint?: string }).constraint ?? '';
+    const name = String(Reflect.get(err, 'constraint') ?? ''); // the driver's constraint name, which MikroORM's type does not declare
     const hit = Object.entries(UNIQUE_CODES).find(([k]) => name === k || String(err.message).includes(k));
     if (hit) return sendCode(res, hit[1]);
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { canonicalJson, sha256Hex } from '../lib/canonical-json.js';
+import { canonicalJson } from '../lib/canonical-json.js';
+import { sha256 } from '../lib/crypto.js';
 import { ApiError } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
 import {
@@ -45,7 +46,7 @@ export async function idempotencyMiddleware(req: Request, res: Response, next: N
     const ctx = ctxOf(req);
     const auth = ctx.auth!;
     const scopeKey = `${auth.projectId}:${auth.mode}`;
-    const requestHash = sha256Hex(`${req.method} ${req.originalUrl}\n${canonicalJson(req.body ?? null)}`);
+    const requestHash = sha256(`${req.method} ${req.originalUrl}\n${canonicalJson(req.body ?? null)}`);
     const em = ctx.services.orm.em.fork();
     // Stored responses can carry secrets shown once (API key and webhook secrets), so they are sealed at rest.
     const aad = `idempotency:${scopeKey}:${key}`;

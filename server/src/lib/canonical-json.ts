@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { sha256 } from './crypto.js';
 
 /** RFC 8785 (JCS) canonical JSON. */
 export function canonicalJson(value: unknown): string {
@@ -8,11 +8,7 @@ export function canonicalJson(value: unknown): string {
   return out;
 }
 
-export function sha256Hex(data: string | Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
-}
-
 /** sha256 hex of the JCS form: the policy hash and the receipt's input fingerprint. */
 export function canonicalHash(value: unknown): string {
-  return sha256Hex(canonicalJson(value));
+  return sha256(canonicalJson(value));
 }

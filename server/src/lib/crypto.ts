@@ -51,7 +51,8 @@ export function resolveMasterKey(config: Config, log?: Logger): Buffer {
   return key;
 }
 
-export function sha256(data: string): string {
+/** SHA-256 as lower-case hex: token and key hashes, request and policy fingerprints. */
+export function sha256(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 

@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Address } from 'viem';
-import { recoverInJavaScript, recoverOnThisThread, type RecoverSigner } from './eip3009.js';
+import { RecoveredSigners, recoverInJavaScript, recoverOnThisThread, type RecoverSigner, type Signers } from './eip3009.js';
 import type { Logger } from './logger.js';
 import { nativeSecp256k1, nativeSecp256k1Error } from './secp256k1-native.js';
 
@@ -40,11 +40,13 @@ const IDLE_MS = 30_000;
  *   pool that fails to start is logged once and recovery stays on this thread.
  * - `this-thread`: no binding and `threads: 0`: viem on the calling thread.
  */
-export class SignerRecovery {
+export class SignerRecovery implements Signers {
   private pool: Piscina | null = null;
   private ready = false;
   private closed = false;
   private warming: Promise<void> = Promise.resolve();
+  /** The signers this process recovered, by proof (a settle checks one proof twice; lib/eip3009.ts). */
+  readonly recovered = new RecoveredSigners();
   /** How this process recovers signers (see the class). */
   readonly mode: 'native' | 'threads' | 'this-thread';
 

@@ -217,11 +217,13 @@ export async function resolveTarget(url: URL, rules: OutboundRules, resolve: Res
 }
 
 /** A socket lookup that hands out exactly the addresses `resolveTarget` checked. */
-export function pinnedLookup(addresses: LookupAddress[]) {
-  return (_hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
+export function pinnedLookup(addresses: LookupAddress[]): typeof import('node:dns').lookup {
+  const lookup = (_hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
     if (options.all) return callback(null, addresses);
     callback(null, addresses[0]!.address, addresses[0]!.family);
   };
+  // http.request's `lookup` option is typed as dns.lookup (overloads and __promisify__); net only calls the (host, options, callback) form.
+  return lookup as unknown as typeof import('node:dns').lookup;
 }
 
 /**
@@ -321,7 +323,7 @@ async function getOnce(raw: string, opts: GetOptions): Promise<GetResult> {
           headers: opts.headers,
           signal: ac.signal,
           agent: false,
-          ...(target.addresses ? { lookup: pinnedLookup(target.addresses) as unknown as typeof import('node:dns').lookup } : {}),
+          ...(target.addresses ? { lookup: pinnedLookup(target.addresses) } : {}),
         },
         (res) => {
           const chunks: Buffer[] = [];

@@ -70,3 +70,8 @@ export function lastDays(now: Date, tz: string, count: number): DayWindow[] {
   }
   return out;
 }
+
+/** Unix seconds of an instant (rounded down): the `nowSec` of payment checks, JWT and envelope times, unix fields of the API. */
+export function unixSeconds(instant: Date): number {
+  return Math.floor(instant.getTime() / 1000);
+}

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../lib/logger.js';
-import type { RecoverSigner } from '../lib/eip3009.js';
+import type { Signers } from '../lib/eip3009.js';
 import { ApiError } from '../lib/errors.js';
 import { newUlid } from '../lib/ids.js';
 import { UnconfiguredLiveFacilitator } from './live-facilitator.js';
@@ -26,8 +26,8 @@ export type Facilitators = { test: Facilitator; live: Facilitator };
  */
 export type ProcessSlot = { slot: number; of: number };
 
-export function createFacilitators(config: Config, log: Logger, recover?: RecoverSigner, processSlot?: ProcessSlot): Facilitators {
-  return { test: new MockFacilitator(recover ? { recover } : {}), live: createLiveFacilitator(config, log, recover, processSlot) };
+export function createFacilitators(config: Config, log: Logger, signers?: Signers, processSlot?: ProcessSlot): Facilitators {
+  return { test: new MockFacilitator(signers ? { signers } : {}), live: createLiveFacilitator(config, log, signers, processSlot) };
 }
 
 /** The relayer keys of one server process (all of them outside a cluster). */
@@ -37,7 +37,7 @@ export function relayerKeysOf(keys: `0x${string}`[], processSlot?: ProcessSlot):
 }
 
 /** SVC_LIVE_FACILITATOR picks the live strategy; loadConfig has already checked the variables it needs. */
-export function createLiveFacilitator(config: Config, log: Logger, recover?: RecoverSigner, processSlot?: ProcessSlot): Facilitator {
+export function createLiveFacilitator(config: Config, log: Logger, signers?: Signers, processSlot?: ProcessSlot): Facilitator {
   const rpcUrl = config.SVC_RPC_URL_BASE;
   if (config.SVC_LIVE_FACILITATOR === 'onchain' && rpcUrl && config.SVC_RELAYER_PRIVATE_KEYS) {
     return new OnchainFacilitator({
@@ -45,7 +45,7 @@ export function createLiveFacilitator(config: Config, log: Logger, recover?: Rec
       privateKeys: relayerKeysOf(config.SVC_RELAYER_PRIVATE_KEYS, processSlot),
       chain: 'base',
       log: log.child({ facilitator: 'onchain' }),
-      ...(recover ? { recover } : {}),
+      ...(signers ? { signers } : {}),
       options: config.SVC_RELAYER_MIN_BALANCE_WEI === undefined ? {} : { minRelayerBalanceWei: config.SVC_RELAYER_MIN_BALANCE_WEI },
     });
   }
@@ -55,7 +55,7 @@ export function createLiveFacilitator(config: Config, log: Logger, recover?: Rec
       authHeader: config.SVC_FACILITATOR_AUTH_HEADER,
       rpcUrl,
       log: log.child({ facilitator: 'remote' }),
-      ...(recover ? { recover } : {}),
+      ...(signers ? { signers } : {}),
     });
   }
   return new UnconfiguredLiveFacilitator();

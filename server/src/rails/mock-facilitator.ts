@@ -1,6 +1,6 @@
 import { encodeAbiParameters, keccak256, type Address, type Hex } from 'viem';
 import { CHAINS, type ChainName } from '@svc/contract';
-import { checkProof, type RecoverSigner } from '../lib/eip3009.js';
+import { checkProof, type Signers } from '../lib/eip3009.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOutcome, VerifyResult } from './types.js';
 
 /** The only chain test mode settles on. */
@@ -9,8 +9,8 @@ export const MOCK_CHAIN: ChainName = 'base-sepolia';
 export type MockFacilitatorOptions = {
   /** Payer balances in base units; an address absent from the map has unlimited funds. */
   balances?: Record<string, bigint>;
-  /** Signer recovery (services.signers.recover); on the calling thread when absent. */
-  recover?: RecoverSigner;
+  /** Signer recovery (services.signers); on the calling thread when absent. */
+  signers?: Signers;
 };
 
 /**
@@ -24,10 +24,10 @@ export class MockFacilitator implements Facilitator {
   readonly name = 'mock';
   readonly inProcess = true;
   private readonly balances: Map<string, bigint>;
-  private readonly recover: RecoverSigner | undefined;
+  private readonly signers: Signers | undefined;
 
   constructor(opts: MockFacilitatorOptions = {}) {
-    this.recover = opts.recover;
+    this.signers = opts.signers;
     this.balances = new Map(Object.entries(opts.balances ?? {}).map(([addr, v]) => [addr.toLowerCase(), v]));
   }
 
@@ -39,7 +39,7 @@ export class MockFacilitator implements Facilitator {
         human: `The test-mode facilitator settles only on ${MOCK_CHAIN}, not ${String(proof.chain)}.`,
       };
     }
-    const check = await checkProof(proof, nowSec, this.recover);
+    const check = await checkProof(proof, nowSec, this.signers);
     if (!check.ok) return check;
     const balance = this.balances.get(proof.authorization.from.toLowerCase());
     if (balance !== undefined && balance < BigInt(proof.authorization.value)) {

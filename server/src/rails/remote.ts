@@ -6,9 +6,10 @@ import type { ReasonCode } from '@svc/contract';
 import { ApiError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { CHAINS } from '@svc/contract';
-import { checkProof, type RecoverSigner } from '../lib/eip3009.js';
+import { checkProof, type Signers } from '../lib/eip3009.js';
 import { ChainGuard, checkChain, type ChainCheck, type ChainGuardOptions } from './chain-guard.js';
-import { ExecutedAuthorizations, authorizationAt, chainSnapshot, hashesOf, judgeUsedBeforeUs, usedAuthorizationOutcome } from './evm-reads.js';
+import { ExecutedAuthorizations, authorizationAt, chainSnapshot, judgeUsedBeforeUs, usedAuthorizationOutcome } from './evm-reads.js';
+import { judgeAuthorizationOnChain } from './reconcile.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 
 export type RemoteFacilitatorOptions = {
@@ -25,8 +26,8 @@ export type RemoteFacilitatorOptions = {
 };
 
 export type RemoteFacilitatorConfig = {
-  /** Signer recovery for the off-chain checks (services.signers.recover); on the calling thread when absent. */
-  recover?: RecoverSigner;
+  /** Signer recovery for the off-chain checks (services.signers); on the calling thread when absent. */
+  signers?: Signers;
   /** Base URL of an x402 v2 facilitator (POST /verify, POST /settle, GET /supported). */
   url: string;
   /** One header sent on every call, e.g. { name: 'Authorization', value: 'Bearer x' }. */
@@ -173,7 +174,7 @@ export class RemoteFacilitator implements Facilitator {
     if (proof.chain !== this.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.chain}.` };
     }
-    return checkProof(proof, nowSec, this.cfg.recover);
+    return checkProof(proof, nowSec, this.cfg.signers);
   }
 
   async verify(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {
@@ -247,18 +248,15 @@ export class RemoteFacilitator implements Facilitator {
     return { status: 'failed', ...refusal };
   }
 
+  /** What reconcile's shared first half reads with (rails/reconcile.ts). */
+  private get chainReads() {
+    return { guard: this.guard, client: this.client, token: this.token, logLookbackBlocks: this.opts.logLookbackBlocks };
+  }
+
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
-    const { proof, broadcasts } = input;
-    // Judged on another chain or token, a transfer that moved would read as never sent.
-    await this.guard.ready();
-    // Used and expired judged at one block (a transfer mined between two reads is never released).
-    const at = await chainSnapshot(this.client);
-    const state = await authorizationAt(this.client, this.token, proof, at);
-    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks, at);
-    if (state === 'expired') {
-      return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain without being used.' };
-    }
-    return { status: 'pending', reference: broadcasts.at(-1)?.txHash ?? null };
+    const judged = await judgeAuthorizationOnChain(this.chainReads, input, 'The authorization expired on chain without being used.');
+    if ('outcome' in judged) return judged.outcome;
+    return { status: 'pending', reference: input.broadcasts.at(-1)?.txHash ?? null };
   }
 
   /** For /readyz and the start-up line: the readiness check renewed now; `cause` names the first problem. */

@@ -2,7 +2,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { hashTypedData, toHex, type Hex } from 'viem';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { canonicalSignature, checkAuthorization, recoverAuthorizationSigner, recoverInJavaScript, transferDigest, transferTypedData, type Authorization } from '../../src/lib/eip3009.js';
+import { canonicalSignature, checkAuthorization, RecoveredSigners, recoverAuthorizationSigner, recoverInJavaScript, transferDigest, transferTypedData, type Authorization } from '../../src/lib/eip3009.js';
 import { CHAINS, type ChainName } from '@svc/contract';
 
 const NOW = 1_760_000_000;
@@ -159,14 +159,16 @@ describe('checkAuthorization', () => {
   it('GIVEN a proof checked once (its signer remembered) WHEN any signed field or the chain differs THEN the signer is recovered anew, not taken from the memo', async () => {
     const a = auth();
     const sig = await sign(a);
-    expect(await check(a, sig)).toMatchObject({ ok: true });
+    const memo = new RecoveredSigners();
+    expect(await checkAuthorization({ chain: 'base-sepolia', payTo, amountBaseUnits: AMOUNT, auth: a, signature: sig, nowSec: NOW, signers: { recover: recoverInJavaScript, recovered: memo } })).toMatchObject({ ok: true });
     const recovered: string[] = [];
     const counting = async (digest: Hex, signature: Hex) => {
       recovered.push(digest);
       return (await import('viem')).recoverAddress({ hash: digest, signature });
     };
+    const signers = { recover: counting, recovered: memo };
     // the same proof again: the memo answers, no recovery
-    expect(await recoverAuthorizationSigner('base-sepolia', a, sig, counting)).toBe(payer.address);
+    expect(await recoverAuthorizationSigner('base-sepolia', a, sig, signers)).toBe(payer.address);
     expect(recovered).toHaveLength(0);
     const variants: Array<[string, Authorization, 'base' | 'base-sepolia']> = [
       ['from', { ...a, from: payTo }, 'base-sepolia'],
@@ -178,7 +180,7 @@ describe('checkAuthorization', () => {
       ['chain', a, 'base'],
     ];
     for (const [field, variant, chain] of variants) {
-      expect(await recoverAuthorizationSigner(chain, variant, sig, counting), field).not.toBe(payer.address);
+      expect(await recoverAuthorizationSigner(chain, variant, sig, signers), field).not.toBe(payer.address);
     }
     expect(recovered).toHaveLength(variants.length);
   });

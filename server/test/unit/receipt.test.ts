@@ -1,7 +1,7 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JWK } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, sha256Hex } from '../../src/lib/canonical-json.js';
-import { generateEd25519 } from '../../src/lib/crypto.js';
+import { canonicalJson } from '../../src/lib/canonical-json.js';
+import { generateEd25519, sha256 } from '../../src/lib/crypto.js';
 import { verifyReceipt } from '@svc/sdk';
 import { importReceiptKey, inputFingerprint, signReceipt, type ReceiptClaims } from '../../src/modules/gate/receipt.js';
 
@@ -86,7 +86,7 @@ describe('inputFingerprint', () => {
     const b = { items: [{ qty: 2, sku: 'A' }], agent: 'x', total: '25.30' };
     expect(inputFingerprint(a)).toMatch(/^[0-9a-f]{64}$/);
     expect(inputFingerprint(a)).toBe(inputFingerprint(b));
-    expect(inputFingerprint(a)).toBe(sha256Hex('{"agent":"x","items":[{"qty":2,"sku":"A"}],"total":"25.30"}'));
+    expect(inputFingerprint(a)).toBe(sha256('{"agent":"x","items":[{"qty":2,"sku":"A"}],"total":"25.30"}'));
     expect(canonicalJson(b)).toBe('{"agent":"x","items":[{"qty":2,"sku":"A"}],"total":"25.30"}');
     expect(inputFingerprint({ ...a, total: '25.31' })).not.toBe(inputFingerprint(a));
   });

@@ -93,7 +93,7 @@ describe('signer recovery on libsecp256k1 (services.signers, native)', () => {
     const badV = `${good.slice(0, 130)}1d` as Hex;
     for (const signature of [good, wrong, unrecoverable, badV]) {
       const input = { chain: 'base-sepolia' as const, payTo, amountBaseUnits: a.value, auth: { ...a, nonce: toHex(randomBytes(32)) }, signature, nowSec: NOW };
-      expect(await checkAuthorization({ ...input, recover: p.recover })).toEqual(await checkAuthorization({ ...input, recover: recoverInJavaScript }));
+      expect(await checkAuthorization({ ...input, signers: p })).toEqual(await checkAuthorization({ ...input, signers: { recover: recoverInJavaScript } }));
     }
     const native = nativeSecp256k1()!;
     expect(() => recoverAddressNative(native, hashTypedData(transferTypedData('base-sepolia', a)), unrecoverable)).toThrow();
@@ -170,11 +170,11 @@ describe('signer recovery in worker threads (services.signers, where no native b
     for (const signature of [good, wrong, unrecoverable]) {
       const input = { chain: 'base-sepolia' as const, payTo, amountBaseUnits: a.value, auth: { ...a, nonce: toHex(randomBytes(32)) }, signature, nowSec: NOW };
       const onThread = await checkAuthorization(input);
-      const pooled = await checkAuthorization({ ...input, recover: p.recover });
+      const pooled = await checkAuthorization({ ...input, signers: p });
       expect(pooled).toEqual(onThread);
     }
-    expect(await checkAuthorization({ chain: 'base-sepolia', payTo, amountBaseUnits: a.value, auth: a, signature: good, nowSec: NOW, recover: p.recover })).toMatchObject({ ok: true });
-    expect(await checkAuthorization({ chain: 'base-sepolia', payTo, amountBaseUnits: a.value, auth: a, signature: wrong, nowSec: NOW, recover: p.recover })).toMatchObject({
+    expect(await checkAuthorization({ chain: 'base-sepolia', payTo, amountBaseUnits: a.value, auth: a, signature: good, nowSec: NOW, signers: p })).toMatchObject({ ok: true });
+    expect(await checkAuthorization({ chain: 'base-sepolia', payTo, amountBaseUnits: a.value, auth: a, signature: wrong, nowSec: NOW, signers: p })).toMatchObject({
       ok: false,
       code: 'SIGNER_MISMATCH',
     });

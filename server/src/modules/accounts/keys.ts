@@ -1,13 +1,9 @@
-import { LockMode } from '@mikro-orm/core';
 import { isScope, SCOPES, type ApiKeyObject, type ApiKeyWithSecret, type CreateKeyBody, type RollKeyBody, type Scope } from '@svc/contract';
-import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type AuthedCtx as Authed } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix } from '../../lib/ids.js';
-import { ApiKey } from './entity.js';
 import { createApiKey } from './service.js';
-
-type Authed = Ctx & { auth: AuthContext };
-export type KeyRow = InstanceType<typeof ApiKey.class>;
+import { findProjectKey, listProjectKeys, markKeyRevoked, markKeyRolled, type KeyRow } from './store.js';
 
 /** Default grace period of a roll: the old secret keeps working for 24 h. */
 export const DEFAULT_ROLL_GRACE_SECONDS = 86_400;
@@ -43,21 +39,15 @@ function assertHolds(auth: AuthContext, scopes: readonly string[], what: string)
 }
 
 async function findKey(ctx: Authed, id: string, lock = false): Promise<KeyRow> {
-  const key = hasPrefix(id, 'key')
-    ? await ctx.em.findOne(ApiKey, { id, projectId: ctx.auth.projectId, mode: ctx.auth.mode }, lock ? { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true } : {})
-    : null;
+  const key = hasPrefix(id, 'key') ? await findProjectKey(ctx.em, { id, projectId: ctx.auth.projectId, mode: ctx.auth.mode }, lock) : null;
   if (!key) throw new ApiError('NOT_FOUND', 'No such API key.');
   return key;
 }
 
 /** GET /v1/keys: the project's keys in the caller's mode, newest first. */
 export async function listKeys(ctx: Authed, q: { limit: number; cursor?: string }) {
-  const where: Record<string, unknown> = { projectId: ctx.auth.projectId, mode: ctx.auth.mode };
-  if (q.cursor) {
-    if (!hasPrefix(q.cursor, 'key')) throw new ApiError('VALIDATION_FAILED', 'query.cursor: is not a cursor returned by this list.');
-    where.id = { $lt: q.cursor };
-  }
-  const rows = await ctx.em.find(ApiKey, where, { orderBy: { id: 'desc' }, limit: q.limit + 1 });
+  if (q.cursor && !hasPrefix(q.cursor, 'key')) throw new ApiError('VALIDATION_FAILED', 'query.cursor: is not a cursor returned by this list.');
+  const rows = await listProjectKeys(ctx.em, { projectId: ctx.auth.projectId, mode: ctx.auth.mode, ...(q.cursor ? { beforeId: q.cursor } : {}), limit: q.limit + 1 });
   const page = rows.slice(0, q.limit);
   const hasMore = rows.length > q.limit;
   return { data: page.map(presentKey), has_more: hasMore, next_cursor: hasMore ? page.at(-1)!.id : null };
@@ -89,10 +79,7 @@ export async function rollKey(ctx: Authed, id: string, body: RollKeyBody): Promi
     }
     assertHolds(ctx.auth, old.scopes, 'roll a key');
     const { key, secret } = await createApiKey(tx, { projectId: old.projectId, mode: old.mode, scopes: old.scopes as Scope[], name: old.name ?? null, now });
-    old.rolledTo = key.id;
-    old.expiresAt = new Date(now.getTime() + grace * 1000);
-    if (grace === 0) old.revokedAt = now;
-    await tx.flush();
+    await markKeyRolled(tx, old, { rolledTo: key.id, expiresAt: new Date(now.getTime() + grace * 1000), revokedAt: grace === 0 ? now : null });
     return respondIn(ctx, tx, 200, { ...presentKey(key), secret });
   });
 }
@@ -101,10 +88,7 @@ export async function rollKey(ctx: Authed, id: string, body: RollKeyBody): Promi
 export async function revokeKey(ctx: Authed, id: string): Promise<ApiKeyObject> {
   return ctx.em.transactional(async (tx) => {
     const key = await findKey({ ...ctx, em: tx }, id, true);
-    if (!key.revokedAt) {
-      key.revokedAt = ctx.services.now();
-      await tx.flush();
-    }
+    if (!key.revokedAt) await markKeyRevoked(tx, key, ctx.services.now());
     return presentKey(key);
   });
 }

@@ -1,18 +1,9 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { authed } from '../../http/context.js';
-import { describeKey } from './service.js';
 import { listKeys, mintKey, revokeKey, rollKey } from './keys.js';
 
 const s = initServer();
-
-/** GET /v1/me: the calling key, its project and mode. */
-export const meRoutes = s.router(contract.me, {
-  get: async ({ req }) => {
-    const ctx = authed(req);
-    return { status: 200, body: await describeKey(ctx.em, ctx.auth) };
-  },
-});
 
 /** /v1/keys: list, mint (standard or restricted), roll with a grace period, revoke. */
 export const keysRoutes = s.router(contract.keys, {

@@ -4,62 +4,61 @@ import { randomToken, safeEqual, sha256 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { AuthContext, Mode } from '../../http/context.js';
-import { ApiKey, Organization, Project } from './entity.js';
-import { User } from '../auth/entity.js';
-import { touchApiKey } from './store.js';
+import {
+  findDefaultProject,
+  findDefaultProjectAfresh,
+  findKeyById,
+  findKeyByLookup,
+  findProject,
+  insertApiKey,
+  insertOrganizationWithProject,
+  listAllProjects,
+  listKeyRows,
+  markKeyRevoked,
+  touchApiKey,
+  type KeyRow,
+  type ProjectRow,
+} from './store.js';
 
 export const KEY_PREFIX: Record<Mode, string> = { test: 'svc_test_', live: 'svc_live_' };
 const KEY_RE = /^svc_(test|live)_[A-Za-z0-9_-]{43,}$/;
 
-export async function createProject(em: Em, name: string, opts: { isDefault?: boolean; now: Date }) {
-  return em.transactional(async (tx) => {
-    const org = tx.create(Organization, { id: newId('org'), name, createdAt: opts.now });
-    const project = tx.create(Project, { id: newId('proj'), organizationId: org.id, name, isDefault: opts.isDefault ?? false, createdAt: opts.now });
-    await tx.flush();
-    return project;
-  });
+export async function createProject(em: Em, name: string, opts: { isDefault?: boolean; now: Date }): Promise<ProjectRow> {
+  return insertOrganizationWithProject(em, { organizationId: newId('org'), organizationName: name, projectId: newId('proj'), projectName: name, isDefault: opts.isDefault ?? false, now: opts.now });
 }
 
 /** The installation's default project, created on first use (unique index keeps it single). */
-export async function defaultProject(em: Em, now: Date) {
-  const existing = await em.findOne(Project, { isDefault: true });
+export async function defaultProject(em: Em, now: Date): Promise<ProjectRow> {
+  const existing = await findDefaultProject(em);
   if (existing) return existing;
   try {
     return await createProject(em, 'Default project', { isDefault: true, now });
   } catch (err) {
-    const again = await em.fork().findOne(Project, { isDefault: true });
+    const again = await findDefaultProjectAfresh(em);
     if (again) return again;
     throw err;
   }
 }
 
-export async function getProject(em: Em, id: string) {
-  return em.findOne(Project, { id });
+export async function getProject(em: Em, id: string): Promise<ProjectRow | null> {
+  return findProject(em, id);
 }
 
 /** Every project, oldest first (the admin CLI's `projects list`). */
-export async function listProjects(em: Em) {
-  return em.find(Project, {}, { orderBy: { createdAt: 'asc', id: 'asc' } });
+export async function listProjects(em: Em): Promise<ProjectRow[]> {
+  return listAllProjects(em);
 }
 
 /** Keys, oldest first, optionally of one project and/or mode; revoked keys only when asked (the admin CLI's `keys list`). Never the secret. */
-export async function listApiKeys(em: Em, filter: { projectId?: string; mode?: Mode; includeRevoked?: boolean } = {}) {
-  return em.find(
-    ApiKey,
-    {
-      ...(filter.projectId ? { projectId: filter.projectId } : {}),
-      ...(filter.mode ? { mode: filter.mode } : {}),
-      ...(filter.includeRevoked ? {} : { revokedAt: null }),
-    },
-    { orderBy: { createdAt: 'asc', id: 'asc' } },
-  );
+export async function listApiKeys(em: Em, filter: { projectId?: string; mode?: Mode; includeRevoked?: boolean } = {}): Promise<KeyRow[]> {
+  return listKeyRows(em, filter);
 }
 
 /** Mints a key; the secret is returned once and only its sha256 and last four are stored. */
 export async function createApiKey(em: Em, input: { projectId: string; mode: Mode; scopes?: Scope[]; name?: string | null; now: Date }) {
   const scopes = input.scopes ?? [...SCOPES];
   const secret = KEY_PREFIX[input.mode] + randomToken(32);
-  const key = em.create(ApiKey, {
+  const key = await insertApiKey(em, {
     id: newId('key'),
     projectId: input.projectId,
     mode: input.mode,
@@ -68,19 +67,15 @@ export async function createApiKey(em: Em, input: { projectId: string; mode: Mod
     secretHash: sha256(secret),
     last4: secret.slice(-4),
     scopes,
-    createdAt: input.now,
+    now: input.now,
   });
-  await em.flush();
   return { key, secret };
 }
 
 export async function revokeApiKey(em: Em, keyId: string, now: Date): Promise<boolean> {
-  const key = await em.findOne(ApiKey, { id: keyId });
+  const key = await findKeyById(em, keyId);
   if (!key) return false;
-  if (!key.revokedAt) {
-    key.revokedAt = now;
-    await em.flush();
-  }
+  if (!key.revokedAt) await markKeyRevoked(em, key, now);
   return true;
 }
 
@@ -88,7 +83,7 @@ export async function revokeApiKey(em: Em, keyId: string, now: Date): Promise<bo
 export async function authenticate(em: Em, secret: string, now: Date): Promise<AuthContext> {
   if (!KEY_RE.test(secret)) throw new ApiError('INVALID_API_KEY');
   const hash = sha256(secret);
-  const key = await em.findOne(ApiKey, { lookup: hash.slice(0, 16) });
+  const key = await findKeyByLookup(em, hash.slice(0, 16));
   if (!key || !safeEqual(key.secretHash, hash) || key.revokedAt) throw new ApiError('INVALID_API_KEY');
   // A rolled key works until the end of its grace period.
   if (key.expiresAt && key.expiresAt <= now) throw new ApiError('INVALID_API_KEY', 'The API key was rolled and its grace period has ended; use the key that replaced it.');
@@ -107,24 +102,5 @@ export async function authenticate(em: Em, secret: string, now: Date): Promise<A
     mode: key.mode,
     livemode: key.mode === 'live',
     scopes: key.scopes.filter(isScope),
-  };
-}
-
-export async function describeKey(em: Em, auth: AuthContext) {
-  const key = auth.keyId ? await em.findOneOrFail(ApiKey, { id: auth.keyId }) : null;
-  const user = auth.userId ? await em.findOneOrFail(User, { id: auth.userId }) : null;
-  const project = await em.findOneOrFail(Project, { id: auth.projectId });
-  return {
-    key: key && {
-      id: key.id,
-      name: key.name ?? null,
-      mode: key.mode,
-      scopes: auth.scopes,
-      last4: key.last4,
-      created_at: key.createdAt.toISOString(),
-    },
-    user: user && { id: user.id, email: user.email },
-    project: { id: project.id, name: project.name, organization_id: project.organizationId },
-    livemode: auth.livemode,
   };
 }

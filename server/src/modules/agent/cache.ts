@@ -1,15 +1,28 @@
 import type { EventSubscriber, TransactionEventArgs } from '@mikro-orm/core';
-import type { Manifest, CatalogItem } from '@svc/contract';
+import type { Manifest, CatalogItem, RailName, Receiving } from '@svc/contract';
 import type { Em, Orm } from '../../db/orm.js';
 import { ChannelListener, type ListenerOptions } from '../../db/listener.js';
 import type { Logger } from '../../lib/logger.js';
-import type { MerchantRow } from '../merchants/service.js';
 
-/** What the agent read routes need of a merchant: a plain copy, never an ORM entity shared across requests. */
-export type MerchantSnapshot = Pick<
-  MerchantRow,
-  'id' | 'slug' | 'name' | 'domain' | 'verifiedDomain' | 'livemode' | 'rails' | 'receiving' | 'configVersion' | 'receiptKid' | 'receiptPublicX'
->;
+/**
+ * What the agent read routes need of a merchant: a plain copy, never an ORM entity shared
+ * across requests. Declared here rather than picked from the merchants module's row type, so
+ * the cache (held by the services object, which every request context names) imports no
+ * module; a merchant row is checked against it wherever one is remembered.
+ */
+export type MerchantSnapshot = {
+  id: string;
+  slug: string;
+  name: string;
+  domain: string;
+  verifiedDomain?: string | null;
+  livemode: boolean;
+  rails: RailName[];
+  receiving: Receiving;
+  configVersion: number;
+  receiptKid: string;
+  receiptPublicX: string;
+};
 
 export type CachedManifest = { body: Manifest; etag: string };
 export type CachedCatalog = { body: { items: CatalogItem[] } };

@@ -3,12 +3,9 @@ import { resolvePolicy, type Manifest } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix } from '../../lib/ids.js';
-import { MerchantEntity } from '../merchants/entity.js';
-import type { MerchantRow } from '../merchants/service.js';
-import { merchantRowById } from '../merchants/store.js';
-import { entityById } from '../../db/sql.js';
-import { listCatalogItems } from '../catalog/service.js';
-import { activePolicy } from '../policy/service.js';
+import { effectiveRails, findPublishedMerchantBySlug, findPublishedMerchantIdByDomain, loadMerchantById, type MerchantRow } from '../merchants/index.js';
+import { listCatalogItems } from '../catalog/index.js';
+import { activePolicy } from '../policy/index.js';
 import { agentRails } from '../checkout/index.js';
 import type { CachedManifest, MerchantSnapshot } from './cache.js';
 
@@ -22,11 +19,10 @@ const notFound = () => new ApiError('NOT_FOUND', 'No such merchant, or it has no
 export async function merchantByRef(em: Em, ref: string): Promise<MerchantRow> {
   let m: MerchantRow | null;
   if (hasPrefix(ref, 'mrch')) {
-    m = await entityById(em, MerchantEntity, ref, merchantRowById);
+    m = await loadMerchantById(em, ref);
   } else {
     // Only published merchants count: an unpublished live merchant must not hide the published test one.
-    const rows = await em.find(MerchantEntity, { slug: ref.toLowerCase(), publishedAt: { $ne: null } }, { orderBy: { livemode: 'desc' }, limit: 1 });
-    m = rows[0] ?? null;
+    m = await findPublishedMerchantBySlug(em, ref.toLowerCase());
   }
   if (!m || !m.publishedAt) throw notFound();
   return m;
@@ -38,12 +34,7 @@ export async function merchantByRef(em: Em, ref: string): Promise<MerchantRow> {
  * served: claiming a domain proves nothing until its owner has shown control of it.
  */
 export async function merchantRefByDomain(em: Em, host: string): Promise<string | null> {
-  const rows = await em.find(
-    MerchantEntity,
-    { verifiedDomain: host.toLowerCase(), publishedAt: { $ne: null } },
-    { orderBy: { livemode: 'desc', createdAt: 'asc' }, limit: 1 },
-  );
-  return rows[0]?.id ?? null;
+  return findPublishedMerchantIdByDomain(em, host.toLowerCase());
 }
 
 /**

@@ -1,8 +1,8 @@
 import type { CreateCheckoutBody } from '@svc/contract';
 import type { Ctx } from '../../http/context.js';
 import { createCheckout, findSession, sessionView } from '../checkout/index.js';
-import { listCatalogItems, presentCatalogItem } from '../catalog/service.js';
-import { publicJwk } from '../merchants/service.js';
+import { listCatalogItems, presentCatalogItem } from '../catalog/index.js';
+import { publicJwk } from '../merchants/index.js';
 import { hasPrefix } from '../../lib/ids.js';
 import { refKeyOf, type CacheToken, type CachedCatalog, type CachedManifest, type MerchantSnapshot } from './cache.js';
 import { buildManifest, merchantByRef, merchantRefByDomain } from './discovery.js';

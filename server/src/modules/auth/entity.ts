@@ -1,5 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
-import { Organization } from '../accounts/entity.js';
+import { Organization } from '../accounts/index.js';
 
 export const User = defineEntity({
   name: 'User',

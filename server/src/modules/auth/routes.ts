@@ -4,9 +4,17 @@ import { authed, ctxOf, publicBaseUrl } from '../../http/context.js';
 import { clearSessionCookie, isSameOrigin, setSessionCookie } from '../../http/session-cookie.js';
 import type { Response } from 'express';
 import { foreignFormPage } from './pages.js';
-import { approveDevice, endSession, openSignInLink, pollDeviceSignIn, startDeviceSignIn, startEmailSignIn, verifySignIn } from './service.js';
+import { approveDevice, describeKey, endSession, openSignInLink, pollDeviceSignIn, startDeviceSignIn, startEmailSignIn, verifySignIn } from './service.js';
 
 const s = initServer();
+
+/** GET /v1/me: the calling key (or signed-in member), its project and mode. */
+export const meRoutes = s.router(contract.me, {
+  get: async ({ req }) => {
+    const ctx = authed(req);
+    return { status: 200, body: await describeKey(ctx.em, ctx.auth) };
+  },
+});
 
 /** /v1/auth: magic link, browser sessions and the CLI's device-code flow (decisions.md "Sign-in and keys"). */
 export const authRoutes = s.router(contract.auth, {

@@ -1,18 +1,34 @@
 import { randomInt } from 'node:crypto';
-import { LockMode } from '@mikro-orm/core';
 import { SCOPES, type CliPollResult, type EmailStartBody } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import type { AuthContext, Ctx } from '../../http/context.js';
 import { randomToken, sha256 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { ApiKey, Organization, Project } from '../accounts/entity.js';
-import { createApiKey } from '../accounts/service.js';
-import { presentKey } from '../accounts/keys.js';
+import { addOrganizationWithProject, createApiKey, findKeyByIdOrFail, findProject, findProjectOrFail, firstProjectOfOrganization, presentKey } from '../accounts/index.js';
 import { consumeRateLimit } from '../checkout/index.js';
-import { DeviceCode, Membership, SignInToken, User, UserSession } from './entity.js';
 import { confirmSignInPage, linkGonePage } from './pages.js';
-import { upsertUserByEmail } from './store.js';
+import {
+  findDeviceForUpdate,
+  findMembership,
+  findPendingDeviceByHash,
+  findPendingDeviceByUserCode,
+  findSignInToken,
+  findUserOrFail,
+  findUserSession,
+  findUserSessionByTokenHash,
+  firstOrganizationOf,
+  insertDeviceCode,
+  insertMembership,
+  insertSignInToken,
+  insertUserSession,
+  markDeviceApproved,
+  markDeviceDelivered,
+  markDevicePolled,
+  markSignInTokenUsed,
+  markUserSessionRevoked,
+  upsertUserByEmail,
+} from './store.js';
 
 export const LINK_TTL_SECONDS = 900;
 export const DEVICE_TTL_SECONDS = 900;
@@ -43,7 +59,7 @@ const linkUsable = (link: { usedAt?: Date | null; expiresAt: Date }, now: Date) 
 const devicePending = (dc: { status: string; expiresAt: Date }, now: Date) => dc.status === 'pending' && dc.expiresAt > now;
 
 async function pendingDevice(em: Em, deviceCodeHash: string, now: Date) {
-  const dc = await em.findOne(DeviceCode, { deviceCodeHash, status: 'pending' });
+  const dc = await findPendingDeviceByHash(em, deviceCodeHash);
   if (!dc || !devicePending(dc, now)) throw new ApiError('DEVICE_CODE_EXPIRED');
   return dc;
 }
@@ -69,16 +85,14 @@ export async function startEmailSignIn(ctx: Ctx, body: EmailStartBody, ip: strin
   const device = body.device_code !== undefined ? await pendingDevice(ctx.em, sha256(body.device_code), now) : null;
 
   const token = randomToken(32);
-  ctx.em.create(SignInToken, {
+  await insertSignInToken(ctx.em, {
     id: newId('sit'),
     tokenHash: sha256(token),
     email,
     deviceCodeId: device?.id ?? null,
     expiresAt: new Date(now.getTime() + LINK_TTL_SECONDS * 1000),
-    usedAt: null,
-    createdAt: now,
+    now,
   });
-  await ctx.em.flush();
   const link = `${baseUrl}/v1/auth/verify?token=${encodeURIComponent(token)}`;
   await ctx.services.mailer.sendSignIn({ to: email, link, expiresInMinutes: LINK_TTL_SECONDS / 60, forDevice: device !== null });
   return {
@@ -90,9 +104,8 @@ export async function startEmailSignIn(ctx: Ctx, body: EmailStartBody, ip: strin
 
 /** The user's first project (their own organization's, created at first sign-in). */
 async function homeProjectOf(em: Em, userId: string): Promise<{ id: string }> {
-  const memberships = await em.find(Membership, { userId }, { orderBy: { createdAt: 'asc' }, limit: 1 });
-  const org = memberships[0]?.organizationId;
-  const project = org ? (await em.find(Project, { organizationId: org }, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: 1 }))[0] : null;
+  const org = await firstOrganizationOf(em, userId);
+  const project = org ? await firstProjectOfOrganization(em, org) : null;
   if (!project) throw new ApiError('INVALID_SESSION', 'The signed-in user has no project.');
   return project;
 }
@@ -105,7 +118,7 @@ async function homeProjectOf(em: Em, userId: string): Promise<{ id: string }> {
 export async function openSignInLink(ctx: Ctx, token: string | undefined): Promise<{ status: 200 | 410; html: string }> {
   if (!token) return { status: 410, html: linkGonePage() };
   const now = ctx.services.now();
-  const link = await ctx.em.findOne(SignInToken, { tokenHash: sha256(token) });
+  const link = await findSignInToken(ctx.em, sha256(token));
   if (!link || !linkUsable(link, now)) return { status: 410, html: linkGonePage() };
   return { status: 200, html: confirmSignInPage({ email: link.email, token, forDevice: link.deviceCodeId !== null }) };
 }
@@ -124,27 +137,19 @@ export async function verifySignIn(ctx: Ctx, token: string | undefined): Promise
   const now = ctx.services.now();
   const ttl = ctx.services.config.SVC_USER_SESSION_TTL_SECONDS;
   return ctx.em.transactional(async (tx): Promise<VerifyOutcome> => {
-    const link = await tx.findOne(SignInToken, { tokenHash: sha256(token) }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const link = await findSignInToken(tx, sha256(token), true);
     if (!link || !linkUsable(link, now)) return { status: 410, html: linkGonePage() };
-    link.usedAt = now;
+    markSignInTokenUsed(link, now);
 
     const user = await upsertUserByEmail(tx, newId('usr'), link.email, now);
     if (user.created) {
-      const org = tx.create(Organization, { id: newId('org'), name: user.email, createdAt: now });
-      tx.create(Project, { id: newId('proj'), organizationId: org.id, name: 'My project', isDefault: false, createdAt: now });
-      tx.create(Membership, { userId: user.id, organizationId: org.id, role: 'owner', createdAt: now });
-      await tx.flush();
+      // The new account: its own organization and project, written with the membership in one flush.
+      const organizationId = newId('org');
+      addOrganizationWithProject(tx, { organizationId, organizationName: user.email, projectId: newId('proj'), projectName: 'My project', isDefault: false, now });
+      await insertMembership(tx, { userId: user.id, organizationId, role: 'owner', now });
     }
     const sessionToken = randomToken(32);
-    tx.create(UserSession, {
-      id: newId('uss'),
-      tokenHash: sha256(sessionToken),
-      userId: user.id,
-      createdAt: now,
-      expiresAt: new Date(now.getTime() + ttl * 1000),
-      revokedAt: null,
-    });
-    await tx.flush();
+    await insertUserSession(tx, { id: newId('uss'), tokenHash: sha256(sessionToken), userId: user.id, expiresAt: new Date(now.getTime() + ttl * 1000), now });
     const location = link.deviceCodeId ? '/dashboard/device' : '/dashboard/';
     return { status: 303, location, sessionToken, maxAgeSeconds: ttl };
   });
@@ -153,7 +158,7 @@ export async function verifySignIn(ctx: Ctx, token: string | undefined): Promise
 /** Resolves a session cookie to the signed-in member; anything wrong is 401 INVALID_SESSION. */
 export async function authenticateSession(em: Em, token: string, now: Date, select: { mode?: string; projectId?: string }): Promise<AuthContext> {
   if (token.length < 20 || token.length > 200) throw new ApiError('INVALID_SESSION');
-  const session = await em.findOne(UserSession, { tokenHash: sha256(token) });
+  const session = await findUserSessionByTokenHash(em, sha256(token));
   if (!session || session.revokedAt || session.expiresAt <= now) throw new ApiError('INVALID_SESSION');
   if (select.mode !== undefined && select.mode !== 'test' && select.mode !== 'live') {
     throw new ApiError('VALIDATION_FAILED', 'The Svc-Mode header must be test or live.');
@@ -161,8 +166,8 @@ export async function authenticateSession(em: Em, token: string, now: Date, sele
   const mode = select.mode === 'live' ? 'live' : 'test';
   let projectId: string;
   if (select.projectId) {
-    const project = await em.findOne(Project, { id: select.projectId });
-    const member = project ? await em.findOne(Membership, { userId: session.userId, organizationId: project.organizationId }) : null;
+    const project = await findProject(em, select.projectId);
+    const member = project ? await findMembership(em, session.userId, project.organizationId) : null;
     if (!project || !member) throw new ApiError('NOT_FOUND', 'No such project among the signed-in member\'s.');
     projectId = project.id;
   } else {
@@ -174,11 +179,8 @@ export async function authenticateSession(em: Em, token: string, now: Date, sele
 /** POST /v1/auth/logout: the session ends now. */
 export async function endSession(ctx: Ctx & { auth: AuthContext }): Promise<void> {
   if (!ctx.auth.sessionId) return;
-  const session = await ctx.em.findOne(UserSession, { id: ctx.auth.sessionId });
-  if (session && !session.revokedAt) {
-    session.revokedAt = ctx.services.now();
-    await ctx.em.flush();
-  }
+  const session = await findUserSession(ctx.em, ctx.auth.sessionId);
+  if (session && !session.revokedAt) await markUserSessionRevoked(ctx.em, session, ctx.services.now());
 }
 
 /** POST /v1/auth/cli/start: a device code (only its hash is stored) and a user code to confirm. */
@@ -192,22 +194,16 @@ export async function startDeviceSignIn(ctx: Ctx, ip: string, baseUrl: string) {
   // A pending user code is unique (partial index); on the rare collision, draw again.
   for (let attempt = 0; ; attempt++) {
     const userCode = newUserCode();
-    const taken = await ctx.em.findOne(DeviceCode, { userCode, status: 'pending' });
+    const taken = await findPendingDeviceByUserCode(ctx.em, userCode);
     if (taken && attempt < 5) continue;
-    ctx.em.create(DeviceCode, {
+    await insertDeviceCode(ctx.em, {
       id: newId('dvc'),
       deviceCodeHash: sha256(deviceCode),
       userCode,
-      status: 'pending',
       intervalSeconds: DEVICE_INTERVAL_SECONDS,
       expiresAt: new Date(now.getTime() + DEVICE_TTL_SECONDS * 1000),
-      lastPolledAt: null,
-      userId: null,
-      projectId: null,
-      keyId: null,
-      createdAt: now,
+      now,
     });
-    await ctx.em.flush();
     // No verification_url_complete: the page never takes the code from its address (the person types it).
     return {
       device_code: deviceCode,
@@ -227,23 +223,19 @@ export async function startDeviceSignIn(ctx: Ctx, ip: string, baseUrl: string) {
 export async function pollDeviceSignIn(ctx: Ctx, deviceCode: string): Promise<CliPollResult> {
   const now = ctx.services.now();
   const outcome = await ctx.em.transactional(async (tx) => {
-    const dc = await tx.findOne(DeviceCode, { deviceCodeHash: sha256(deviceCode) }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const dc = await findDeviceForUpdate(tx, sha256(deviceCode));
     if (!dc || dc.status === 'delivered' || dc.expiresAt <= now) return { kind: 'gone' as const };
     const tooSoon = dc.lastPolledAt && now.getTime() - dc.lastPolledAt.getTime() < dc.intervalSeconds * 1000;
-    dc.lastPolledAt = now;
     if (tooSoon) {
-      dc.intervalSeconds += 5;
-      await tx.flush();
+      await markDevicePolled(tx, dc, { lastPolledAt: now, intervalSeconds: dc.intervalSeconds + 5 });
       return { kind: 'slow_down' as const, interval: dc.intervalSeconds };
     }
     if (dc.status === 'pending') {
-      await tx.flush();
+      await markDevicePolled(tx, dc, { lastPolledAt: now });
       return { kind: 'result' as const, result: { status: 'pending' as const } };
     }
     const { key, secret } = await createApiKey(tx, { projectId: dc.projectId!, mode: 'test', name: 'CLI login', now });
-    dc.status = 'delivered';
-    dc.keyId = key.id;
-    await tx.flush();
+    await markDeviceDelivered(tx, dc, { lastPolledAt: now, keyId: key.id });
     return { kind: 'result' as const, result: { status: 'ready' as const, api_key: { ...presentKey(key), secret } } };
   });
   if (outcome.kind === 'gone') throw new ApiError('DEVICE_CODE_EXPIRED');
@@ -259,13 +251,28 @@ export async function approveDevice(ctx: Ctx & { auth: AuthContext }, rawCode: s
   if (!code || !ctx.auth.userId) throw new ApiError('DEVICE_CODE_EXPIRED');
   const now = ctx.services.now();
   await ctx.em.transactional(async (tx) => {
-    const dc = await tx.findOne(DeviceCode, { userCode: code, status: 'pending' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const dc = await findPendingDeviceByUserCode(tx, code, true);
     if (!dc || dc.expiresAt <= now) throw new ApiError('DEVICE_CODE_EXPIRED');
-    dc.status = 'approved';
-    dc.userId = ctx.auth.userId;
-    dc.projectId = ctx.auth.projectId;
-    await tx.flush();
+    await markDeviceApproved(tx, dc, { userId: ctx.auth.userId, projectId: ctx.auth.projectId });
   });
 }
 
-
+/** GET /v1/me: the calling key (or signed-in member), its project and mode. */
+export async function describeKey(em: Em, auth: AuthContext) {
+  const key = auth.keyId ? await findKeyByIdOrFail(em, auth.keyId) : null;
+  const user = auth.userId ? await findUserOrFail(em, auth.userId) : null;
+  const project = await findProjectOrFail(em, auth.projectId);
+  return {
+    key: key && {
+      id: key.id,
+      name: key.name ?? null,
+      mode: key.mode,
+      scopes: auth.scopes,
+      last4: key.last4,
+      created_at: key.createdAt.toISOString(),
+    },
+    user: user && { id: user.id, email: user.email },
+    project: { id: project.id, name: project.name, organization_id: project.organizationId },
+    livemode: auth.livemode,
+  };
+}

@@ -1,13 +1,11 @@
-import { QueryOrder, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { Sku, type CatalogItem, type CatalogItemInput, type CatalogItemPatch } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { bumpConfigVersion, resolveMerchant } from '../merchants/service.js';
-import { CatalogItemEntity } from './entity.js';
-
-export type CatalogRow = InstanceType<typeof CatalogItemEntity.class>;
+import { bumpConfigVersion, resolveMerchant } from '../merchants/index.js';
+import { findCatalogItem, insertCatalogItem, listCatalogItems, updateCatalogItemRow, type CatalogRow } from './store.js';
 
 export function presentCatalogItem(i: CatalogRow): CatalogItem {
   return {
@@ -25,14 +23,6 @@ export function presentCatalogItem(i: CatalogRow): CatalogItem {
   };
 }
 
-const ORDER = [{ category: QueryOrder.ASC_NULLS_LAST }, { name: QueryOrder.ASC }, { sku: QueryOrder.ASC }] as const;
-
-/** Items of one merchant ordered by category then name (uncategorized last). */
-/** `available`: true -> only available items, false -> only retired ones, undefined -> all. */
-export async function listCatalogItems(em: Em, merchantId: string, available?: boolean): Promise<CatalogRow[]> {
-  return em.find(CatalogItemEntity, { merchantId, ...(available === undefined ? {} : { available }) }, { orderBy: [...ORDER] });
-}
-
 export async function listCatalog(em: Em, auth: AuthContext, query: { merchant_id?: string; available?: 'true' | 'false' }) {
   const m = await resolveMerchant(em, auth, query.merchant_id);
   const rows = await listCatalogItems(em, m.id, query.available === undefined ? undefined : query.available === 'true');
@@ -44,7 +34,7 @@ export async function createCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
     return await ctx.em.transactional(async (tx) => {
       const m = await resolveMerchant(tx, ctx.auth, merchantId);
       const now = ctx.services.now();
-      const item = tx.create(CatalogItemEntity, {
+      const item = await insertCatalogItem(tx, {
         id: newId('prod'),
         merchantId: m.id,
         sku: body.sku,
@@ -59,7 +49,6 @@ export async function createCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
         createdAt: now,
         updatedAt: now,
       });
-      await tx.flush();
       await bumpConfigVersion(ctx, tx, m.id, now);
       await respondIn(ctx, tx, 201, presentCatalogItem(item));
       return item;
@@ -72,7 +61,7 @@ export async function createCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
 
 async function findItem(em: Em, merchantId: string, sku: string) {
   // A path that is not a valid SKU names no item; it never reaches the database (NUL bytes would fail there).
-  const item = Sku.safeParse(sku).success ? await em.findOne(CatalogItemEntity, { merchantId, sku }) : null;
+  const item = Sku.safeParse(sku).success ? await findCatalogItem(em, merchantId, sku) : null;
   if (!item) throw new ApiError('NOT_FOUND', `No catalog item with SKU ${sku}.`);
   return item;
 }
@@ -81,19 +70,20 @@ export async function updateCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
   return ctx.em.transactional(async (tx) => {
     const m = await resolveMerchant(tx, ctx.auth, merchantId);
     const item = await findItem(tx, m.id, sku);
+    const changes: Partial<CatalogRow> = {};
     if (patch.price) {
-      item.priceAmount = patch.price.amount;
-      item.currency = patch.price.currency;
+      changes.priceAmount = patch.price.amount;
+      changes.currency = patch.price.currency;
     }
-    if (patch.available !== undefined) item.available = patch.available;
-    if (patch.metadata !== undefined) item.metadata = patch.metadata;
-    if (patch.name !== undefined) item.name = patch.name;
-    if (patch.description !== undefined) item.description = patch.description;
-    if (patch.category !== undefined) item.category = patch.category;
-    if (patch.unit !== undefined) item.unit = patch.unit;
+    if (patch.available !== undefined) changes.available = patch.available;
+    if (patch.metadata !== undefined) changes.metadata = patch.metadata;
+    if (patch.name !== undefined) changes.name = patch.name;
+    if (patch.description !== undefined) changes.description = patch.description;
+    if (patch.category !== undefined) changes.category = patch.category;
+    if (patch.unit !== undefined) changes.unit = patch.unit;
     const now = ctx.services.now();
-    item.updatedAt = now;
-    await tx.flush();
+    changes.updatedAt = now;
+    await updateCatalogItemRow(tx, item, changes);
     await bumpConfigVersion(ctx, tx, m.id, now);
     return item;
   });
@@ -104,15 +94,8 @@ export async function deleteCatalogItem(ctx: Ctx & { auth: AuthContext }, mercha
   await ctx.em.transactional(async (tx) => {
     const m = await resolveMerchant(tx, ctx.auth, merchantId);
     const item = await findItem(tx, m.id, sku);
-    item.available = false;
     const now = ctx.services.now();
-    item.updatedAt = now;
-    await tx.flush();
+    await updateCatalogItemRow(tx, item, { available: false, updatedAt: now });
     await bumpConfigVersion(ctx, tx, m.id, now);
   });
-}
-
-/** One item of a merchant by SKU, or null. */
-export async function findCatalogItem(em: Em, merchantId: string, sku: string): Promise<CatalogRow | null> {
-  return em.findOne(CatalogItemEntity, { merchantId, sku });
 }

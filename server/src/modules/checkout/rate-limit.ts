@@ -1,7 +1,7 @@
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { deleteRateLimitBucketsBefore, hitRateLimitBucket } from './store.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 
 /**
  * Fixed windows (one minute unless `windowSeconds` says otherwise) counted in PostgreSQL with one atomic upsert, so every server

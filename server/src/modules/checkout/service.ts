@@ -1,3 +1,4 @@
+import { unixSeconds as unix } from '../../lib/time.js';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { CHAINS, resolvePolicy, type CheckoutCreated, type CreateCheckoutBody, type PaymentRequired, type RailName, type SessionView, type TrustTier } from '@svc/contract';
 import type { AuthContext, Ctx } from '../../http/context.js';
@@ -6,16 +7,14 @@ import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
 import { cartTotals, lineTotal, toBaseUnits } from '../../lib/money.js';
-import { effectiveRails } from '../receiving/validate.js';
-import { MerchantEntity } from '../merchants/entity.js';
-import type { MerchantRow } from '../merchants/service.js';
-import { railSettles } from '../policy/service.js';
+import { effectiveRails, findProjectMerchant } from '../merchants/index.js';
+import type { MerchantRow } from '../merchants/index.js';
+import { railSettles } from '../policy/index.js';
 import { totalOf, type SessionLine, type SessionRow } from './entity.js';
 import { enforceRateLimit, rateLimitWindow } from './rate-limit.js';
 import { reviewWindowLapsed, sessionStateAt } from './state.js';
 import { findSessionRow, insertSession, readCheckoutInputs, sessionById, sessionByIdempotencyKey, type NewSession } from './store.js';
 
-const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
 export function settleCall(prefix: string, sessionId: string, rail: RailName): string {
   const body =
@@ -193,7 +192,7 @@ export async function findSessionByIdempotencyKey(em: Em, merchantId: string, ag
 /** A session of one of the key's merchants (project and mode), else 404. */
 export async function sessionForMerchantKey(em: Em, auth: AuthContext, id: string): Promise<{ session: SessionRow; merchant: MerchantRow }> {
   const session = hasPrefix(id, 'sess') ? await findSessionRow(em, id) : null;
-  const merchant = session ? await em.findOne(MerchantEntity, { id: session.merchantId, projectId: auth.projectId, livemode: auth.livemode }) : null;
+  const merchant = session ? await findProjectMerchant(em, { id: session.merchantId, projectId: auth.projectId, livemode: auth.livemode }) : null;
   if (!session || !merchant) throw new ApiError('NOT_FOUND', 'No such session.');
   return { session, merchant };
 }

@@ -1,8 +1,8 @@
-import type { EndpointTestWebhookEvent, OrderWebhookEvent, WebhookEvent } from '@svc/contract';
+import { unixSeconds } from '../../lib/time.js';
+import type { EndpointTestWebhookEvent, OrderEventObject, OrderWebhookEvent, WebhookEvent } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
 import { insertEvents, type NewEventRow } from './store.js';
-import { reorderOrderEventObject } from '../orders/index.js';
 
 /** An event as stored and delivered (the contract's WebhookEvent). */
 export type EventEnvelope = WebhookEvent;
@@ -20,18 +20,6 @@ export type RecordEventInput = EventBody & {
   now?: Date;
 };
 
-/**
- * The exact bytes of a stored event, in the documented key order (the payload column is jsonb,
- * which reorders keys): what a replay freezes for an event that has no stored bytes.
- */
-export function bytesOfStoredEvent(e: EventEnvelope): string {
-  const body: EventBody =
-    e.type === 'webhook_endpoint.test'
-      ? { type: e.type, object: { id: e.data.object.id, object: e.data.object.object, url: e.data.object.url } }
-      : { type: e.type, object: reorderOrderEventObject(e.data.object) };
-  return JSON.stringify(envelopeOf(e.id, e.created, e.livemode, body));
-}
-
 /** Keys in the documented order (the delivered bytes are this object's JSON). */
 function envelopeOf(id: string, created: number, livemode: boolean, body: EventBody): EventEnvelope {
   return body.type === 'webhook_endpoint.test'
@@ -47,6 +35,13 @@ function envelopeOf(id: string, created: number, livemode: boolean, body: EventB
 export type EventFanOut = { ctes: string; onFanned: (targets: Array<{ eventId: string; endpointId: string }>) => void };
 
 /**
+ * An order event object read back from `events.payload` (jsonb, which reorders keys) in the key
+ * order its presenter writes: the orders module's `reorderOrderEventObject`, passed in by boot.ts
+ * so this module imports no module that records events.
+ */
+export type OrderObjectInKeyOrder = (o: OrderEventObject) => OrderEventObject;
+
+/**
  * Transactional outbox, built once with the services: `record` is called with the
  * transaction's `em` of the business change, so the events and their fan-out (webhook
  * deliveries) exist exactly when the change commits. `created` is the injected clock's.
@@ -56,7 +51,20 @@ export class EventOutbox {
   constructor(
     private readonly clock: () => Date,
     private readonly fanOut: EventFanOut | null,
+    private readonly orderObjectInKeyOrder: OrderObjectInKeyOrder,
   ) {}
+
+  /**
+   * The exact bytes of a stored event, in the documented key order (the payload column is jsonb,
+   * which reorders keys): what a replay freezes for an event that has no stored bytes.
+   */
+  bytesOfStoredEvent(e: EventEnvelope): string {
+    const body: EventBody =
+      e.type === 'webhook_endpoint.test'
+        ? { type: e.type, object: { id: e.data.object.id, object: e.data.object.object, url: e.data.object.url } }
+        : { type: e.type, object: this.orderObjectInKeyOrder(e.data.object) };
+    return JSON.stringify(envelopeOf(e.id, e.created, e.livemode, body));
+  }
 
   async record(tx: Em, input: RecordEventInput): Promise<EventEnvelope> {
     return (await this.recordMany(tx, [input]))[0]!;
@@ -73,7 +81,7 @@ export class EventOutbox {
   prepare(inputs: RecordEventInput[]): { rows: NewEventRow[]; envelopes: EventEnvelope[] } {
     const made = inputs.map((input) => {
       const now = input.now ?? this.clock();
-      return { input, now, envelope: envelopeOf(newId('evt'), Math.floor(now.getTime() / 1000), input.livemode, input) };
+      return { input, now, envelope: envelopeOf(newId('evt'), unixSeconds(now), input.livemode, input) };
     });
     return {
       rows: made.map(({ input, now, envelope }) => ({

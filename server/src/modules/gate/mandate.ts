@@ -1,3 +1,4 @@
+import { unixSeconds } from '../../lib/time.js';
 import { compactVerify, createRemoteJWKSet, customFetch, decodeProtectedHeader, errors as joseErrors, type FetchImplementation } from 'jose';
 import type { MandateInput, MandateType, ReasonCode } from '@svc/contract';
 import { compareDecimal } from '../../lib/money.js';
@@ -209,7 +210,7 @@ export async function verifyMandate(input: MandateInput | null | undefined, ctx:
   const a = claims.authorization;
   const known = { issuer: claims.iss, subject: claims.sub, intent: a.intent, maxAmount: a.max_amount };
 
-  const nowSec = Math.floor(ctx.now.getTime() / 1000);
+  const nowSec = unixSeconds(ctx.now);
   if (nowSec >= claims.exp) return fail('MANDATE_EXPIRED', `The svc mandate expired at ${claims.exp} (now ${nowSec}).`, known);
   if (claims.decision !== 'approve') {
     return fail('MANDATE_NOT_APPROVED', `The svc mandate decision is "${claims.decision}", not "approve".`, known);

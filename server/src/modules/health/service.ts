@@ -1,4 +1,4 @@
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { pingDatabase } from '../../db/orm.js';
 import { liveReadiness } from '../../rails/index.js';

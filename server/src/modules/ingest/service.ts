@@ -1,22 +1,20 @@
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { DecimalString, IngestReceipt, TrustTier, type Decision, type IngestSession, type Total } from '@svc/contract';
-import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type AuthedCtx as Authed } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
-import { MerchantEntity } from '../merchants/entity.js';
-import type { MerchantRow } from '../merchants/service.js';
+import { findProjectMerchant } from '../merchants/index.js';
+import type { MerchantRow } from '../merchants/index.js';
 import { addOrder, addReceipt, orderOfSession, orderRow, presentOrderEvent, receiptRow } from '../orders/index.js';
-import { applyReportedOutcome, projectView, readReputation } from '../reputation/service.js';
+import { applyReportedOutcome, projectView, readReputation } from '../reputation/index.js';
 import { claimIngestReport, findIngestReport, sessionIdTakenElsewhere, setIngestReportOrder, upsertIngestedSession } from './store.js';
-
-type Authed = Ctx & { auth: AuthContext };
 
 /** The merchant a self-hosted session anchors to: an `mrch_` id of the key's project and mode. */
 async function anchor(em: Em, auth: AuthContext, merchantId: string | undefined): Promise<MerchantRow | null> {
   if (!merchantId || !hasPrefix(merchantId, 'mrch')) return null;
-  return em.findOne(MerchantEntity, { id: merchantId, projectId: auth.projectId, livemode: auth.livemode });
+  return findProjectMerchant(em, { id: merchantId, projectId: auth.projectId, livemode: auth.livemode });
 }
 
 function requireAgent(session: IngestSession): string {

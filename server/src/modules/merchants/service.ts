@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { CreateMerchantBody, Merchant, RailName, UpdateMerchantBody } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
@@ -7,12 +7,22 @@ import { generateEd25519 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
 import { checkOutboundUrl, outboundRules, type OutboundRules } from '../../lib/ssrf.js';
-import { checkReceiving, type ReceivingFinding } from '../receiving/validate.js';
-import { MerchantEntity } from './entity.js';
+import { checkReceiving, type ReceivingFinding } from './receiving.js';
 import { domainProven, domainVerificationOf } from './domain.js';
-import { claimDomain, claimSlug, incrementConfigVersion } from './store.js';
-
-export type MerchantRow = InstanceType<typeof MerchantEntity.class>;
+import {
+  claimDomain,
+  claimSlug,
+  countDefaultMerchants,
+  findDefaultMerchant,
+  findMerchantById,
+  findProjectMerchant,
+  incrementConfigVersion,
+  insertMerchant,
+  listProjectMerchants,
+  lockMerchantRowById,
+  updateMerchantRow,
+  type MerchantRow,
+} from './store.js';
 
 export const receiptKidFor = (merchantId: string) => `${merchantId}-receipts-v1`;
 
@@ -87,8 +97,8 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
         throw new ApiError('MERCHANT_SLUG_TAKEN', `The slug ${body.slug} belongs to another project.`);
       }
       // The partial unique index merchants_one_default keeps a single default even under races.
-      const hasDefault = (await tx.count(MerchantEntity, { projectId, livemode, isDefault: true })) > 0;
-      const m = tx.create(MerchantEntity, {
+      const hasDefault = (await countDefaultMerchants(tx, projectId, livemode)) > 0;
+      const m = await insertMerchant(tx, {
         id,
         projectId,
         livemode,
@@ -108,7 +118,6 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
         createdAt: now,
         updatedAt: now,
       });
-      await tx.flush();
       await respondIn(ctx, tx, 201, presentMerchant(m));
       return m;
     });
@@ -127,7 +136,7 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
 /** A merchant of the key's project and mode; anything else (other project, other mode, unknown) is 404. */
 export async function findMerchant(em: Em, auth: AuthContext, id: string): Promise<MerchantRow> {
   if (!hasPrefix(id, 'mrch')) throw new ApiError('NOT_FOUND', 'No such merchant.');
-  const m = await em.findOne(MerchantEntity, { id, projectId: auth.projectId, livemode: auth.livemode });
+  const m = await findProjectMerchant(em, { id, projectId: auth.projectId, livemode: auth.livemode });
   if (!m) throw new ApiError('NOT_FOUND', 'No such merchant.');
   return m;
 }
@@ -135,7 +144,7 @@ export async function findMerchant(em: Em, auth: AuthContext, id: string): Promi
 /** `merchant_id` query or the project's default merchant in the key's mode. */
 export async function resolveMerchant(em: Em, auth: AuthContext, merchantId?: string): Promise<MerchantRow> {
   if (merchantId !== undefined) return findMerchant(em, auth, merchantId);
-  const m = await em.findOne(MerchantEntity, { projectId: auth.projectId, livemode: auth.livemode, isDefault: true });
+  const m = await findDefaultMerchant(em, auth.projectId, auth.livemode);
   if (!m) throw new ApiError('NOT_FOUND', 'This project has no merchant in this mode yet; create one with POST /v1/merchants.');
   return m;
 }
@@ -146,16 +155,12 @@ export async function resolveMerchant(em: Em, auth: AuthContext, merchantId?: st
  * of the same merchant serialize instead of overwriting each other's config_version.
  */
 export async function lockMerchantRow(tx: Em, m: MerchantRow): Promise<MerchantRow> {
-  return tx.findOneOrFail(MerchantEntity, { id: m.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  return lockMerchantRowById(tx, m.id);
 }
 
 export async function listMerchants(em: Em, auth: AuthContext, limit: number, cursor?: string) {
-  const where: Record<string, unknown> = { projectId: auth.projectId, livemode: auth.livemode };
-  if (cursor) {
-    if (!hasPrefix(cursor, 'mrch')) throw new ApiError('VALIDATION_FAILED', 'query.cursor: is not a cursor returned by this list.');
-    where.id = { $lt: cursor };
-  }
-  const rows = await em.find(MerchantEntity, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+  if (cursor && !hasPrefix(cursor, 'mrch')) throw new ApiError('VALIDATION_FAILED', 'query.cursor: is not a cursor returned by this list.');
+  const rows = await listProjectMerchants(em, { projectId: auth.projectId, livemode: auth.livemode, ...(cursor ? { beforeId: cursor } : {}), limit: limit + 1 });
   const page = rows.slice(0, limit);
   const hasMore = rows.length > limit;
   return { data: page.map(presentMerchant), has_more: hasMore, next_cursor: hasMore ? page.at(-1)!.id : null };
@@ -164,33 +169,34 @@ export async function listMerchants(em: Em, auth: AuthContext, limit: number, cu
 export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: string, body: UpdateMerchantBody): Promise<MerchantRow> {
   return ctx.em.transactional(async (tx) => {
     const m = await lockMerchantRow(tx, await findMerchant(tx, ctx.auth, id));
+    const changes: Partial<MerchantRow> = {};
     let configChanged = false;
     if (body.receiving !== undefined) {
-      m.receiving = normalizeReceiving(body.receiving, m.livemode, body.rails);
+      changes.receiving = normalizeReceiving(body.receiving, m.livemode, body.rails);
       configChanged = true;
     } else if (body.rails !== undefined) {
       throwFindings(railFindings(body.rails, m.livemode));
     }
     if (body.rails !== undefined) {
-      m.rails = body.rails;
+      changes.rails = body.rails;
       configChanged = true;
     }
     if (body.name !== undefined) {
-      m.name = body.name;
+      changes.name = body.name;
       configChanged = true;
     }
     if (body.domain !== undefined && body.domain !== m.domain) {
       // A new domain is unverified until its owner proves control of it (the claim on the old one is released by trigger).
-      m.domain = body.domain;
-      m.verifiedDomain = null;
-      m.domainVerifiedAt = null;
+      changes.domain = body.domain;
+      changes.verifiedDomain = null;
+      changes.domainVerifiedAt = null;
       configChanged = true;
     }
-    if (body.trusted_svc_jwks_url !== undefined) m.trustedSvcJwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, outboundRules(ctx.services.config, m.livemode)) ?? null;
-    if (configChanged) m.configVersion += 1;
+    if (body.trusted_svc_jwks_url !== undefined) changes.trustedSvcJwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, outboundRules(ctx.services.config, m.livemode)) ?? null;
+    if (configChanged) changes.configVersion = m.configVersion + 1;
     ctx.services.caches.agent.invalidateOnCommit(tx, m.id);
-    m.updatedAt = ctx.services.now();
-    await tx.flush();
+    changes.updatedAt = ctx.services.now();
+    await updateMerchantRow(tx, m, changes);
     return m;
   });
 }
@@ -225,12 +231,8 @@ export async function verifyMerchantDomain(ctx: Ctx & { auth: AuthContext }, id:
     if (!(await claimDomain(tx, domain, locked.projectId, now))) {
       throw new ApiError('MERCHANT_DOMAIN_TAKEN', `${domain} was verified by another project first.`);
     }
-    locked.verifiedDomain = domain;
-    locked.domainVerifiedAt = now;
-    locked.configVersion += 1;
     ctx.services.caches.agent.invalidateOnCommit(tx, locked.id);
-    locked.updatedAt = now;
-    await tx.flush();
+    await updateMerchantRow(tx, locked, { verifiedDomain: domain, domainVerifiedAt: now, configVersion: locked.configVersion + 1, updatedAt: now });
     await respondIn(ctx, tx, 200, presentMerchant(locked));
     return locked;
   });
@@ -248,7 +250,7 @@ export async function bumpConfigVersion(ctx: Ctx, tx: Em, merchantId: string, no
 
 export async function merchantJwks(em: Em, id: string) {
   if (!hasPrefix(id, 'mrch')) throw new ApiError('NOT_FOUND', 'No such merchant.');
-  const m = await em.findOne(MerchantEntity, { id });
+  const m = await findMerchantById(em, id);
   if (!m) throw new ApiError('NOT_FOUND', 'No such merchant.');
   return { keys: [publicJwk(m)] };
 }
@@ -261,11 +263,9 @@ export async function getReceiving(em: Em, auth: AuthContext, merchantId?: strin
 export async function putReceiving(ctx: Ctx & { auth: AuthContext }, input: unknown, merchantId?: string) {
   return ctx.em.transactional(async (tx) => {
     const m = await lockMerchantRow(tx, await resolveMerchant(tx, ctx.auth, merchantId));
-    m.receiving = normalizeReceiving(input, m.livemode);
-    m.configVersion += 1;
+    const receiving = normalizeReceiving(input, m.livemode);
     ctx.services.caches.agent.invalidateOnCommit(tx, m.id);
-    m.updatedAt = ctx.services.now();
-    await tx.flush();
+    await updateMerchantRow(tx, m, { receiving, configVersion: m.configVersion + 1, updatedAt: ctx.services.now() });
     return respondIn(ctx, tx, 200, { receiving: m.receiving });
   });
 }

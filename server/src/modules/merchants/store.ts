@@ -1,11 +1,87 @@
+import { LockMode, type RequiredEntityData } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
-import { runSql } from '../../db/sql.js';
+import { entityById, runSql } from '../../db/sql.js';
+import { MerchantEntity } from './entity.js';
 
 /**
- * `merchants` is an entity (./entity.ts) reached with the EntityManager; the statements
- * below are atomic updates other modules make in their own transactions, without loading
- * (and re-flushing) the merchant.
+ * The merchants module's data access: every query on `merchants`, `merchant_slugs` and
+ * `merchant_domains`. The merchant is an entity (./entity.ts) reached with the
+ * EntityManager; the SQL statements below are the prepared read of the agent routes, the
+ * claims (atomic upserts) and the atomic updates other modules make in their own
+ * transactions without loading (and re-flushing) the merchant. No rules here: ./service.ts decides.
  */
+
+/** A merchant row as loaded (a managed entity inside its EntityManager). */
+export type MerchantRow = InstanceType<typeof MerchantEntity.class>;
+
+/** The fields a new merchant is written with (`configVersion` and `publishedAt` take their defaults). */
+export type NewMerchant = RequiredEntityData<MerchantRow>;
+
+export async function insertMerchant(tx: Em, row: NewMerchant): Promise<MerchantRow> {
+  const m = tx.create(MerchantEntity, row);
+  await tx.flush();
+  return m;
+}
+
+/** Merchants of the project and mode that are its default (0 or 1: the partial unique index merchants_one_default). */
+export async function countDefaultMerchants(tx: Em, projectId: string, livemode: boolean): Promise<number> {
+  return tx.count(MerchantEntity, { projectId, livemode, isDefault: true });
+}
+
+/** A merchant by id, or null (any project). */
+export async function findMerchantById(em: Em, id: string): Promise<MerchantRow | null> {
+  return em.findOne(MerchantEntity, { id });
+}
+
+/** A merchant by id that must exist (a row another row references). */
+export async function findMerchantByIdOrFail(em: Em, id: string): Promise<MerchantRow> {
+  return em.findOneOrFail(MerchantEntity, { id });
+}
+
+/** A merchant by id: the one already in the unit of work, else the prepared read (merchantRowById) mapped to the entity. */
+export async function loadMerchantById(em: Em, id: string): Promise<MerchantRow | null> {
+  return entityById(em, MerchantEntity, id, merchantRowById);
+}
+
+/** A merchant of the project and mode, or null. */
+export async function findProjectMerchant(em: Em, where: { id: string; projectId: string; livemode: boolean }): Promise<MerchantRow | null> {
+  return em.findOne(MerchantEntity, { id: where.id, projectId: where.projectId, livemode: where.livemode });
+}
+
+/** The project's default merchant of the mode, or null. */
+export async function findDefaultMerchant(em: Em, projectId: string, livemode: boolean): Promise<MerchantRow | null> {
+  return em.findOne(MerchantEntity, { projectId, livemode, isDefault: true });
+}
+
+/** The project's merchants of the mode, highest id first, below `beforeId` when given. */
+export async function listProjectMerchants(em: Em, q: { projectId: string; livemode: boolean; beforeId?: string; limit: number }): Promise<MerchantRow[]> {
+  const where: Record<string, unknown> = { projectId: q.projectId, livemode: q.livemode };
+  if (q.beforeId) where.id = { $lt: q.beforeId };
+  return em.find(MerchantEntity, where, { orderBy: { id: 'desc' }, limit: q.limit });
+}
+
+/** The merchant re-read with its row locked FOR UPDATE (inside a transaction). */
+export async function lockMerchantRowById(tx: Em, id: string): Promise<MerchantRow> {
+  return tx.findOneOrFail(MerchantEntity, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+}
+
+/** Writes the changed fields of a loaded merchant. */
+export async function updateMerchantRow(tx: Em, m: MerchantRow, changes: Partial<MerchantRow>): Promise<void> {
+  Object.assign(m, changes);
+  await tx.flush();
+}
+
+/** The published merchant with this slug, live first, or null (an unpublished live merchant does not hide the published test one). */
+export async function findPublishedMerchantBySlug(em: Em, slug: string): Promise<MerchantRow | null> {
+  const rows = await em.find(MerchantEntity, { slug, publishedAt: { $ne: null } }, { orderBy: { livemode: 'desc' }, limit: 1 });
+  return rows[0] ?? null;
+}
+
+/** The id of the published merchant whose verified domain is `domain`, live first then oldest, or null. */
+export async function findPublishedMerchantIdByDomain(em: Em, domain: string): Promise<string | null> {
+  const rows = await em.find(MerchantEntity, { verifiedDomain: domain, publishedAt: { $ne: null } }, { orderBy: { livemode: 'desc', createdAt: 'asc' }, limit: 1 });
+  return rows[0]?.id ?? null;
+}
 
 /** A merchant's row by id, for the agent routes' every request (prepared; the caller maps it to the entity). */
 export async function merchantRowById(em: Em, merchantId: string): Promise<Record<string, unknown> | undefined> {

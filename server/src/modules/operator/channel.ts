@@ -48,8 +48,3 @@ export function readOperatorFile(dataDir: string): OperatorFile | null {
     return null;
   }
 }
-
-/** Loopback peers only: the channel is for the server's own machine. */
-export function isLoopback(address: string | undefined): boolean {
-  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
-}

@@ -2,7 +2,7 @@ import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { ctxOf } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
-import { runCli, UsageError } from '../../cli.js';
+import { runCli, UsageError } from './commands.js';
 
 const s = initServer();
 

@@ -4,10 +4,10 @@ import type { AuthContext, Ctx } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix } from '../../lib/ids.js';
 import { countHeldSessions } from '../checkout/index.js';
-import { findMerchant } from '../merchants/service.js';
+import { findMerchant } from '../merchants/index.js';
 import { formatAtScale } from '../../lib/money.js';
 import { lastDays } from '../../lib/time.js';
-import { countFailingEndpoints } from '../webhooks/store.js';
+import { countFailingEndpoints } from '../webhooks/index.js';
 import { presentOrder } from './present.js';
 import { listOrderRows, summarizeOrderDays, type OrderDayFigures } from './store.js';
 

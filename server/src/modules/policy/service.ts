@@ -4,14 +4,27 @@ import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
-import { listCatalogItems } from '../catalog/service.js';
-import { bumpConfigVersion, lockMerchantRow, resolveMerchant, type MerchantRow } from '../merchants/service.js';
-import { lockMerchantForUpdate, markMerchantPublished } from '../merchants/store.js';
-import { activatePolicyVersion, findPolicyVersion, listPolicyVersionRows, nextPolicyVersion } from './store.js';
-import { checkReceiving, effectiveRails } from '../receiving/validate.js';
-import { PolicyVersionEntity } from './entity.js';
-
-export type PolicyRow = InstanceType<typeof PolicyVersionEntity.class>;
+import { listCatalogItems } from '../catalog/index.js';
+import {
+  bumpConfigVersion,
+  checkReceiving,
+  effectiveRails,
+  lockMerchantForUpdate,
+  lockMerchantRow,
+  markMerchantPublished,
+  resolveMerchant,
+  type MerchantRow,
+} from '../merchants/index.js';
+import {
+  activatePolicyVersion,
+  findActivePolicyVersion,
+  findNewestPolicyVersion,
+  findPolicyVersion,
+  insertPolicyVersion,
+  listPolicyVersionRows,
+  nextPolicyVersion,
+  type PolicyVersionRow,
+} from './store.js';
 
 /** Currencies each rail can settle: USDC rails (and the mock that mirrors them) take USD only. */
 const RAIL_CURRENCIES: Record<RailName, (currency: string) => boolean> = {
@@ -31,8 +44,8 @@ export function policyHash(body: Record<string, unknown>): string {
   return canonicalHash(parsed.success ? resolvePolicy(parsed.data) : body);
 }
 
-export async function activePolicy(em: Em, merchantId: string): Promise<PolicyRow | null> {
-  return em.findOne(PolicyVersionEntity, { merchantId, active: true });
+export async function activePolicy(em: Em, merchantId: string): Promise<PolicyVersionRow | null> {
+  return findActivePolicyVersion(em, merchantId);
 }
 
 export async function getPolicy(em: Em, auth: AuthContext, merchantId?: string) {
@@ -85,7 +98,7 @@ export async function putPolicy(ctx: Ctx & { auth: AuthContext }, merchantId: st
     const m = await resolveMerchant(tx, ctx.auth, merchantId);
     await lockMerchantForUpdate(tx, m.id);
     const version = await nextPolicyVersion(tx, m.id);
-    const p = tx.create(PolicyVersionEntity, {
+    const p = await insertPolicyVersion(tx, {
       id: newId('pol'),
       merchantId: m.id,
       version,
@@ -95,7 +108,6 @@ export async function putPolicy(ctx: Ctx & { auth: AuthContext }, merchantId: st
       note: note ?? null,
       createdAt: ctx.services.now(),
     });
-    await tx.flush();
     return respondIn(ctx, tx, 201, { id: p.id, version: p.version, hash: p.hash, active: false as const });
   });
 }
@@ -121,7 +133,7 @@ function policyFindings(body: Record<string, unknown>, rails: RailName[]): Findi
 }
 
 /** Validates the draft: merchant + receiving + catalog + newest policy version. No side effects. */
-export async function validateDraft(em: Em, m: MerchantRow): Promise<{ findings: Finding[]; newest: PolicyRow | null }> {
+export async function validateDraft(em: Em, m: MerchantRow): Promise<{ findings: Finding[]; newest: PolicyVersionRow | null }> {
   const findings: Finding[] = [];
   const receivingCheck = checkReceiving(m.receiving, m.livemode);
   findings.push(...receivingCheck.findings.map((f) => ({ code: f.code, human: f.human })));
@@ -129,7 +141,7 @@ export async function validateDraft(em: Em, m: MerchantRow): Promise<{ findings:
   if (rails.length === 0 && !findings.some((f) => f.code === 'RECEIVING_NO_RAIL_ENABLED')) {
     findings.push({ code: 'RECEIVING_NO_RAIL_ENABLED', human: `No rail is both enabled (rails: ${m.rails.join(', ')}) and configured in receiving.` });
   }
-  const newest = await em.findOne(PolicyVersionEntity, { merchantId: m.id }, { orderBy: { version: 'desc' } });
+  const newest = await findNewestPolicyVersion(em, m.id);
   if (newest) findings.push(...policyFindings(newest.body, rails));
   const items = await listCatalogItems(em, m.id, true);
   const currencies = [...new Set(items.map((i) => i.currency))];

@@ -1,13 +1,32 @@
+import type { RequiredEntityData } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
 import { PolicyVersionEntity } from './entity.js';
 
 /**
- * `policy_versions` is an entity (./entity.ts); the statements below are the aggregate and
+ * The policy module's data access: every query on `policy_versions`. An entity
+ * (./entity.ts) through the EntityManager; the SQL statements below are the aggregate and
  * the two-step switch of the one active version (deactivate first, for the partial unique
- * index `policy_versions_one_active`), which an entity flush would not order.
+ * index `policy_versions_one_active`), which an entity flush would not order. No rules
+ * here: ./service.ts decides.
  */
 
 export type PolicyVersionRow = InstanceType<typeof PolicyVersionEntity.class>;
+
+/** The merchant's active version, or null. */
+export async function findActivePolicyVersion(em: Em, merchantId: string): Promise<PolicyVersionRow | null> {
+  return em.findOne(PolicyVersionEntity, { merchantId, active: true });
+}
+
+/** The merchant's highest version (the draft a publish activates), or null. */
+export async function findNewestPolicyVersion(em: Em, merchantId: string): Promise<PolicyVersionRow | null> {
+  return em.findOne(PolicyVersionEntity, { merchantId }, { orderBy: { version: 'desc' } });
+}
+
+export async function insertPolicyVersion(tx: Em, row: RequiredEntityData<PolicyVersionRow>): Promise<PolicyVersionRow> {
+  const p = tx.create(PolicyVersionEntity, row);
+  await tx.flush();
+  return p;
+}
 
 /** One version of the merchant by id, or null (a cursor of the versions list). */
 export async function findPolicyVersion(em: Em, merchantId: string, id: string): Promise<PolicyVersionRow | null> {

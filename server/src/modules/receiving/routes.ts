@@ -1,7 +1,7 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { authed } from '../../http/context.js';
-import { getReceiving, putReceiving } from '../merchants/service.js';
+import { getReceiving, putReceiving } from '../merchants/index.js';
 
 const s = initServer();
 

@@ -5,12 +5,13 @@ import {
   applyReputationDeltas,
   findMerchantReputation,
   findReputation,
+  ownEntityManager,
   type ReputationDelta,
   type ReputationView,
   type StoredReputation,
 } from './store.js';
 import { ApiError } from '../../lib/errors.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 
 export type { ReputationView };
 export const NEUTRAL_SCORE = 500;
@@ -132,7 +133,7 @@ export async function agentReputation(services: Pick<Services, 'orm'>, agentId: 
   if (RESERVED_SEGMENTS.has(agentId.toLowerCase())) {
     throw new ApiError('VALIDATION_FAILED', `"${agentId}" is a reserved segment; use /v1/reputation/agent/<agentId> or /v1/reputation/merchant/<merchantId>.`);
   }
-  const em = services.orm.em.fork();
+  const em = ownEntityManager(services.orm);
   const rep = await withinBudget(async () => {
     const who = await reader(em).catch(() => null);
     return readReputation(em, who ? projectView(who) : sharedView(true), 'agent', agentId);
@@ -145,7 +146,7 @@ export async function agentReputation(services: Pick<Services, 'orm'>, agentId: 
  * belongs to one mode), with the reader project's own reports when it has a key.
  */
 export async function merchantReputation(services: Pick<Services, 'orm'>, merchantId: string, reader: ReputationReader, timeoutMs = 800) {
-  const em = services.orm.em.fork();
+  const em = ownEntityManager(services.orm);
   const rep = await withinBudget(async () => {
     const who = await reader(em).catch(() => null);
     const stored = await findMerchantReputation(em, who?.projectId ?? null, merchantId);

@@ -1,4 +1,4 @@
-import type { Em } from '../../db/orm.js';
+import type { Em, Orm } from '../../db/orm.js';
 import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
 
 /**
@@ -10,6 +10,11 @@ import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
  * moved only by outcomes the service observed itself; `reputation_adjustments` holds what one
  * project's ingest reports added to it, read only by that project (docs/decisions.md).
  */
+
+/** An EntityManager of the read's own: a lookup that times out leaves nothing half-used on the request's. */
+export function ownEntityManager(orm: Orm): Em {
+  return orm.em.fork();
+}
 
 /** Whose score is read: the shared score of a mode, or one project's view of it (plus its own reports). */
 export type ReputationView = { livemode: boolean; projectId: string | null };

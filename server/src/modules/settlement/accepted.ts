@@ -1,13 +1,14 @@
+import { unixSeconds } from '../../lib/time.js';
 import type { Decision, ReceiptClaims, SettleAccepted, Total, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { totalOf, type SessionRow } from '../checkout/index.js';
 import { importReceiptKey, inputFingerprint, signReceipt, type GateContext, type MandateResult, type ReceiptSigningKey } from '../gate/index.js';
-import type { MerchantRow } from '../merchants/service.js';
+import type { MerchantRow } from '../merchants/index.js';
 import { addOrder, addReceipt, orderById, orderRow, presentOrderEvent, receiptRow, type OrderRow, type ReceiptRow } from '../orders/index.js';
-import type { RecordEventInput } from '../events/service.js';
-import { applyOutcomes, NEUTRAL_SCORE, outcomeDeltas, type SessionOutcome } from '../reputation/service.js';
+import type { RecordEventInput } from '../events/index.js';
+import { applyOutcomes, NEUTRAL_SCORE, outcomeDeltas, type SessionOutcome } from '../reputation/index.js';
 import { writeAcceptedAttempt } from './store.js';
 
 /** The settle route's 200 (the contract's SettleAccepted). */
@@ -96,7 +97,7 @@ export async function acceptedWrites(
   const claims: ReceiptClaims = {
     iss: 'svc-checkout',
     sub: receiptId,
-    iat: Math.floor(now.getTime() / 1000),
+    iat: unixSeconds(now),
     sessionId: s.id,
     orderId: order.id,
     merchantId: m.id,

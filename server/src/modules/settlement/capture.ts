@@ -5,7 +5,7 @@ import type { Ctx } from '../../http/context.js';
 import { settleMockRail } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
 import { reservePaymentNonce, type NonceKey, type SessionRow } from '../checkout/index.js';
-import type { MerchantRow } from '../merchants/service.js';
+import type { MerchantRow } from '../merchants/index.js';
 import type { GateContext } from '../gate/index.js';
 import { writeAccepted, writeAcceptedFresh } from './accepted.js';
 import { attemptFields, markSettled } from './engine.js';

@@ -1,15 +1,14 @@
+import { unixSeconds } from '../../lib/time.js';
 import type { ReasonCode } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { BroadcastRecord, Facilitator, PaymentProof, SettleOutcome } from '../../rails/types.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { lockSessionRow, releaseMandateSubjects, releasePaymentNonces, type SessionRow } from '../checkout/index.js';
-import { MerchantEntity } from '../merchants/entity.js';
-import type { MerchantRow } from '../merchants/service.js';
-import { applyOutcome } from '../reputation/service.js';
-import { merchantRowById } from '../merchants/store.js';
-import { entityById } from '../../db/sql.js';
+import { findMerchantByIdOrFail, loadMerchantById } from '../merchants/index.js';
+import type { MerchantRow } from '../merchants/index.js';
+import { applyOutcome } from '../reputation/index.js';
 import { writeAccepted, writeAcceptedFresh, type AcceptedResult } from './accepted.js';
 import { attemptTransactions, extendPendingLease, insertSettlementTransaction, lockAttemptRow, pendingAttemptSession } from './store.js';
 import type { AttemptRow, ReturnState } from './entity.js';
@@ -119,7 +118,7 @@ export async function driveAttempt(
   let outcome: SettleOutcome;
   try {
     outcome = await facilitator.settle(proof, {
-      nowSec: Math.floor(services.now().getTime() / 1000),
+      nowSec: unixSeconds(services.now()),
       waitMs: services.config.SVC_SETTLE_WAIT_MS,
       recordBroadcast: async (rec) => {
         await recordBroadcast(services, attemptId, rec);
@@ -167,7 +166,7 @@ export async function resolveAttempt(
     const s = found(await lockSessionRow(tx, a.sessionId), 'checkout session', a.sessionId);
     if (a.status !== 'pending') return storedOutcome(a, s);
     if (outcome.status === 'settled') {
-      const m = opts.merchant?.id === a.merchantId ? opts.merchant : await tx.findOneOrFail(MerchantEntity, { id: a.merchantId });
+      const m = opts.merchant?.id === a.merchantId ? opts.merchant : await findMerchantByIdOrFail(tx, a.merchantId);
       // Flushed with the order (writeAccepted): their link is checked at commit (orders_settlement_attempt_fk is deferred).
       markSettled(a, outcome.reference, now);
       const result = await writeAccepted(tx, services, m, s, {
@@ -219,7 +218,7 @@ async function acceptInOneStatement(
     paymentHash = pending.paymentHash;
   }
   if (s.orderId) return null;
-  const m = known.merchant?.id === s.merchantId ? known.merchant : await entityById(em, MerchantEntity, s.merchantId, merchantRowById);
+  const m = known.merchant?.id === s.merchantId ? known.merchant : await loadMerchantById(em, s.merchantId);
   if (!m) throw new Error(`merchant ${s.merchantId} not found`);
   const done = await writeAcceptedFresh(em, services, m, s, {
     attempt: { pendingId: attemptId },

@@ -3,9 +3,9 @@ import type { Em } from '../../db/orm.js';
 import type { Ctx } from '../../http/context.js';
 import { pollCall, releaseMandateSubjects, releasePaymentNonces, type SessionRow } from '../checkout/index.js';
 import type { GateContext, MandateResult, Verdict } from '../gate/index.js';
-import type { MerchantRow } from '../merchants/service.js';
+import type { MerchantRow } from '../merchants/index.js';
 import { orderById, presentOrderEvent } from '../orders/index.js';
-import { applyOutcome } from '../reputation/service.js';
+import { applyOutcome } from '../reputation/index.js';
 import { newOrder, storeSettleResult } from './accepted.js';
 import { rejected, type SettlePayment, type SettleResult } from './outcome.js';
 

@@ -1,7 +1,8 @@
+import { unixSeconds } from '../../lib/time.js';
 import { facilitatorFor } from '../../rails/index.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../http/context.js';
 import { lapsedSessionIds, lockSessionIfAny, paymentWindowLapsed, reviewWindowLapsed, sweepRateLimitBuckets } from '../checkout/index.js';
-import { MerchantEntity } from '../merchants/entity.js';
+import { findMerchantByIdOrFail } from '../merchants/index.js';
 import { broadcastsOf, resolveAttempt } from './engine.js';
 import { rejectHeld } from './finish.js';
 import { attemptById, claimDueAttempts, extendPendingLease } from './store.js';
@@ -74,7 +75,7 @@ async function reconcileDue(services: Services, log: Services['log'], retryWarni
     }
     try {
       const outcome = a.proof
-        ? await facilitator.reconcile({ proof: a.proof, broadcasts: await broadcastsOf(em, a.id), nowSec: Math.floor(services.now().getTime() / 1000) })
+        ? await facilitator.reconcile({ proof: a.proof, broadcasts: await broadcastsOf(em, a.id), nowSec: unixSeconds(services.now()) })
         : ({ status: 'failed', code: 'CAPTURE_FAILED', human: 'The settlement was interrupted before anything was sent.' } as const);
       const result = await resolveAttempt(services, a.id, outcome);
       if (result.kind !== 'pending') log.info({ attempt: a.id, session: a.sessionId, outcome: result.kind }, 'settlement attempt reconciled');
@@ -99,7 +100,7 @@ async function sweepLapsed(services: Services, log: Services['log']) {
       const heldLapsed = reviewWindowLapsed(s, now);
       const approvalLapsed = s.state === 'approved' && paymentWindowLapsed(s, now);
       if (!heldLapsed && !approvalLapsed) return;
-      const m = await tx.findOneOrFail(MerchantEntity, { id: s.merchantId });
+      const m = await findMerchantByIdOrFail(tx, s.merchantId);
       await rejectHeld({ tx, services, merchant: m, session: s, code: heldLapsed ? 'REVIEW_WINDOW_EXPIRED' : 'SESSION_EXPIRED', penalize: false });
       log.info({ session: s.id, reason: heldLapsed ? 'review window lapsed' : 'approval not re-signed in time' }, 'lapsed session rejected');
     });

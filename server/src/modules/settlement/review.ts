@@ -8,7 +8,7 @@ import { facilitatorFor } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
 import { findSession, lockSession, releasePaymentNonces, reviewWindowLapsed, totalOf, type SessionRow } from '../checkout/index.js';
 import type { GateContext } from '../gate/index.js';
-import type { MerchantRow } from '../merchants/service.js';
+import type { MerchantRow } from '../merchants/index.js';
 import type { AcceptedResult } from './accepted.js';
 import { beginCapture, CaptureFailure, reserveNonce } from './capture.js';
 import { driveAttempt } from './engine.js';

@@ -1,9 +1,9 @@
 import type { Em } from '../../db/orm.js';
 import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
-import type { NewEventRow } from '../events/store.js';
-import { eventCtes } from '../events/store.js';
+import type { NewEventRow } from '../events/index.js';
+import { eventCtes } from '../events/index.js';
 import { insertOrderSql, insertReceiptSql, type OrderRow, type ReceiptRow } from '../orders/index.js';
-import { reputationCtes, type ReputationDelta } from '../reputation/store.js';
+import { reputationCtes, type ReputationDelta } from '../reputation/index.js';
 import { acceptSessionSql, mapSessionRow, settlingSessionSql, type AcceptedSession, type SessionRow } from '../checkout/index.js';
 import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow } from './entity.js';
 

@@ -108,7 +108,7 @@ function send(url: URL, target: Extract<Target, { ok: true }>, req: WebhookReque
         headers: { ...req.headers, 'Content-Length': String(Buffer.byteLength(req.body)) },
         agent: isHttps ? agents.https : agents.http,
         signal: ac.signal,
-        ...(target.addresses ? { lookup: pinnedLookup(target.addresses) as unknown as typeof import('node:dns').lookup } : {}),
+        ...(target.addresses ? { lookup: pinnedLookup(target.addresses) } : {}),
       },
       (res) => {
         let received = 0;

@@ -3,7 +3,7 @@ import type { WebhookEndpointStatus } from '@svc/contract';
 
 export type { WebhookEndpointStatus };
 
-/** A receiver of signed events; the queue tables (deliveries, attempts) are plain SQL in queue.ts. */
+/** A receiver of signed events; the queue tables (deliveries, attempts) are plain SQL in store.ts. */
 export const WebhookEndpointEntity = defineEntity({
   name: 'WebhookEndpoint',
   tableName: 'webhook_endpoints',

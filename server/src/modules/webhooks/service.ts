@@ -7,31 +7,32 @@ import type {
   WebhookEventType,
 } from '@svc/contract';
 import type { z } from 'zod';
-import { LockMode } from '@mikro-orm/core';
 import type { WebhookEventDetail } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
-import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
+import { respondIn, type AuthContext, type AuthedCtx } from '../../http/context.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
-import type { Services } from '../../services.js';
-import { lockProjectForInserts } from '../accounts/store.js';
-import { bytesOfStoredEvent, type EventFanOut } from '../events/service.js';
-import { findEventRow, listEventRows, type EventRow } from '../events/store.js';
-import { WebhookEndpointEntity, type WebhookEndpointRow } from './entity.js';
+import type { Services } from '../../http/context.js';
+import { lockProjectForInserts } from '../accounts/index.js';
+import { findEventRow, listEventRows, type EventFanOut, type EventRow } from '../events/index.js';
+import type { WebhookEndpointRow } from './entity.js';
 import { newWebhookSecret } from './signature.js';
 import { checkWebhookUrl, outboundRules } from './url.js';
 import type { CommitWake } from './wake.js';
 import {
   cancelPendingDeliveries,
+  countLiveEndpoints,
   enqueueDeliveries,
   enqueueTestDelivery,
   EVENT_FAN_OUT_CTES,
+  findEndpointRow,
   freezeEventBody,
+  insertEndpoint,
   listAttemptsOfEvent,
   listDeliveriesOfEvent,
+  listEndpointRows,
+  saveEndpoints,
 } from './store.js';
-
-type AuthedCtx = Ctx & { auth: AuthContext };
 
 /** Endpoints per project and mode (fan-out cost grows with each one). */
 export const MAX_ENDPOINTS = 16;
@@ -66,10 +67,10 @@ export async function createWebhookEndpoint(ctx: AuthedCtx, body: CreateWebhookE
     // Creates of one project and mode take turns (the project row, FOR NO KEY UPDATE so
     // inserts referencing the project are not blocked), so the count below cannot be stale.
     await lockProjectForInserts(tx, projectId);
-    const count = await tx.count(WebhookEndpointEntity, { projectId, livemode, deletedAt: null });
+    const count = await countLiveEndpoints(tx, { projectId, livemode });
     const now = ctx.services.now();
     if (count >= MAX_ENDPOINTS) throw new ApiError('WEBHOOK_ENDPOINT_LIMIT');
-    const e = tx.create(WebhookEndpointEntity, {
+    const e = await insertEndpoint(tx, {
       id,
       projectId,
       livemode,
@@ -87,7 +88,6 @@ export async function createWebhookEndpoint(ctx: AuthedCtx, body: CreateWebhookE
       createdAt: now,
       updatedAt: now,
     });
-    await tx.flush();
     return respondIn(ctx, tx, 201, { ...presentEndpoint(e, now), secret });
   });
 }
@@ -97,13 +97,7 @@ export async function createWebhookEndpoint(ctx: AuthedCtx, body: CreateWebhookE
  * `lock` takes the row FOR UPDATE (in a transaction) for a read-modify-write.
  */
 export async function findWebhookEndpoint(em: Em, auth: AuthContext, id: string, opts: { lock?: boolean } = {}): Promise<WebhookEndpointRow> {
-  const e = hasPrefix(id, 'whk')
-    ? await em.findOne(
-        WebhookEndpointEntity,
-        { id, projectId: auth.projectId, livemode: auth.livemode, deletedAt: null },
-        opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
-      )
-    : null;
+  const e = hasPrefix(id, 'whk') ? await findEndpointRow(em, auth, id, opts) : null;
   if (!e) throw new ApiError('NOT_FOUND', 'No such webhook endpoint.');
   return e;
 }
@@ -115,12 +109,8 @@ export async function getWebhookEndpoint(ctx: AuthedCtx, id: string): Promise<We
 export async function listWebhookEndpoints(ctx: AuthedCtx, limit: number, cursor?: string) {
   const { em, auth } = ctx;
   const now = ctx.services.now();
-  const where: Record<string, unknown> = { projectId: auth.projectId, livemode: auth.livemode, deletedAt: null };
-  if (cursor) {
-    if (!hasPrefix(cursor, 'whk')) throw new ApiError('VALIDATION_FAILED', 'query.cursor: is not a cursor returned by this list.');
-    where.id = { $lt: cursor };
-  }
-  const rows = await em.find(WebhookEndpointEntity, where, { orderBy: { id: 'desc' }, limit: limit + 1 });
+  if (cursor && !hasPrefix(cursor, 'whk')) throw new ApiError('VALIDATION_FAILED', 'query.cursor: is not a cursor returned by this list.');
+  const rows = await listEndpointRows(em, auth, { limit: limit + 1, beforeId: cursor });
   const page = rows.slice(0, limit);
   const hasMore = rows.length > limit;
   return { data: page.map((r) => presentEndpoint(r, now)), has_more: hasMore, next_cursor: hasMore ? page.at(-1)!.id : null };
@@ -153,7 +143,7 @@ export async function updateWebhookEndpoint(ctx: AuthedCtx, id: string, body: Up
     }
     const now = ctx.services.now();
     e.updatedAt = now;
-    await tx.flush();
+    await saveEndpoints(tx);
     return presentEndpoint(e, now);
   });
 }
@@ -165,7 +155,7 @@ export async function deleteWebhookEndpoint(ctx: AuthedCtx, id: string): Promise
     const now = ctx.services.now();
     e.deletedAt = now;
     e.updatedAt = now;
-    await tx.flush();
+    await saveEndpoints(tx);
     await cancelPendingDeliveries(tx, e.id, 'the endpoint was deleted before the attempt completed');
   });
 }
@@ -184,7 +174,7 @@ export async function rotateWebhookSecret(ctx: AuthedCtx, id: string): Promise<W
     e.previousSecretExpiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
     e.secretSealed = ctx.services.box.seal(secret, e.id);
     e.updatedAt = now;
-    await tx.flush();
+    await saveEndpoints(tx);
     return respondIn(ctx, tx, 200, { ...presentEndpoint(e, now), secret });
   });
 }
@@ -262,7 +252,7 @@ export async function replayEvent(ctx: AuthedCtx, id: string) {
   return ctx.em.transactional(async (tx) => {
     const ev = await findEvent(tx, ctx.auth, id);
     const event = parsePayload(ev.payload);
-    await freezeEventBody(tx, ev.id, bytesOfStoredEvent(event));
+    await freezeEventBody(tx, ev.id, ctx.services.events.bytesOfStoredEvent(event));
     const endpointIds = await enqueueAndWake(tx, ctx.services.wake, event, ctx.auth, true);
     return respondIn(ctx, tx, 200, { event_id: ev.id, deliveries: endpointIds.map((endpoint_id) => ({ endpoint_id, status: 'pending' as const })) });
   });

@@ -1,14 +1,14 @@
-import { WEBHOOK_RETRY_SCHEDULE_MS } from '@svc/contract';
+import { LockMode, type RequiredEntityData } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
 import { runSql } from '../../db/sql.js';
-import type { SecretBox } from '../../lib/crypto.js';
-import { newId } from '../../lib/ids.js';
-import type { AttemptOutcome } from './deliver.js';
+import { WebhookEndpointEntity, type WebhookEndpointRow } from './entity.js';
 
 /**
- * Data access for the webhook tables reached with SQL: `webhook_deliveries`,
- * `webhook_attempts` and `webhook_event_bodies` (`webhook_endpoints` is an entity, ./entity.ts,
- * updated here only in the batched health statements of the queue).
+ * The one data access of the webhooks module: `webhook_endpoints` (an entity, ./entity.ts, read
+ * and written through the ORM by the API, and in batched SQL by the queue), and the queue tables
+ * reached with SQL, `webhook_deliveries`, `webhook_attempts` and `webhook_event_bodies`. No
+ * rules here: which deliveries are canceled, which secrets sign, how a delivery moves on and
+ * how healthy an endpoint is are decided in queue.ts (the worker's) and service.ts (the API's).
  *
  * The delivery queue in PostgreSQL (identical on PGlite): a due row is claimed with
  * FOR UPDATE SKIP LOCKED and leased (`locked_until`, `lock_owner`), so any number of
@@ -25,26 +25,49 @@ import type { AttemptOutcome } from './deliver.js';
  * deliveries (SKIP LOCKED) and reads endpoints without locking them.
  */
 
-/** Section 6: delay of each attempt from enqueue (attempt 1 is immediate); the contract states it. */
-export const RETRY_SCHEDULE_MS = WEBHOOK_RETRY_SCHEDULE_MS;
-export const MAX_ATTEMPTS = RETRY_SCHEDULE_MS.length;
-/** Section "Webhooks" of decisions.md: an endpoint failing for this long is disabled. */
-export const AUTO_DISABLE_AFTER = '5 days';
+// ---- endpoints (the API, service.ts) ----
 
-export type ClaimedDelivery = {
-  deliveryId: string;
-  attemptId: string;
-  attemptNumber: number;
-  eventId: string;
-  endpointId: string;
-  url: string;
-  livemode: boolean;
-  body: string;
-  secrets: string[];
-};
+export type EndpointScope = { projectId: string; livemode: boolean };
 
-type DueRow = { id: string | number; event_id: string; endpoint_id: string; attempt_count: number; leased: boolean };
-type EndpointRow = {
+/** Endpoints of a project and mode that are not deleted (MAX_ENDPOINTS counts them). */
+export async function countLiveEndpoints(tx: Em, scope: EndpointScope): Promise<number> {
+  return tx.count(WebhookEndpointEntity, { projectId: scope.projectId, livemode: scope.livemode, deletedAt: null });
+}
+
+/** Inserts an endpoint row (flushed at once, in the caller's transaction). */
+export async function insertEndpoint(tx: Em, row: RequiredEntityData<WebhookEndpointRow>): Promise<WebhookEndpointRow> {
+  const e = tx.create(WebhookEndpointEntity, row);
+  await tx.flush();
+  return e;
+}
+
+/**
+ * An endpoint of the scope by id, not deleted, or null. `lock` takes the row FOR UPDATE (in a
+ * transaction): the endpoint comes first in the lock order at the top of this file.
+ */
+export async function findEndpointRow(em: Em, scope: EndpointScope, id: string, opts: { lock?: boolean } = {}): Promise<WebhookEndpointRow | null> {
+  return em.findOne(
+    WebhookEndpointEntity,
+    { id, projectId: scope.projectId, livemode: scope.livemode, deletedAt: null },
+    opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
+  );
+}
+
+/** Endpoints of the scope, not deleted, newest first; `beforeId` continues a page. */
+export async function listEndpointRows(em: Em, scope: EndpointScope, q: { limit: number; beforeId?: string | undefined }): Promise<WebhookEndpointRow[]> {
+  const where: Record<string, unknown> = { projectId: scope.projectId, livemode: scope.livemode, deletedAt: null };
+  if (q.beforeId) where.id = { $lt: q.beforeId };
+  return em.find(WebhookEndpointEntity, where, { orderBy: { id: 'desc' }, limit: q.limit });
+}
+
+/** Writes the changes made to loaded endpoint rows (update, delete, rotate). */
+export async function saveEndpoints(tx: Em): Promise<void> {
+  await tx.flush();
+}
+
+export type DueDeliveryRow = { id: string | number; event_id: string; endpoint_id: string; attempt_count: number; leased: boolean };
+/** What a claim reads of an endpoint: where to send, and its sealed secrets (opened by the queue, queue.ts). */
+export type ClaimEndpointRow = {
   id: string;
   url: string;
   livemode: boolean;
@@ -57,116 +80,82 @@ type EndpointRow = {
 
 const LOST_ERROR = 'the worker stopped before recording a result; the attempt was sent again after its lease expired';
 
-/**
- * Claims up to `limit` due deliveries for `owner`, opening one attempt row each. Deliveries
- * to disabled or deleted endpoints are canceled instead. A secret that cannot be opened
- * (a changed SVC_MASTER_KEY) leaves its deliveries unclaimed and is reported to `onSecretError`.
- */
-export async function claimDueDeliveries(
-  em: Em,
-  box: SecretBox,
-  now: Date,
-  owner: string,
-  limit: number,
-  leaseMs: number,
-  onSecretError: (endpointId: string, err: unknown) => void = () => undefined,
-): Promise<ClaimedDelivery[]> {
-  return em.transactional(async (tx) => {
-    const due = await tx.execute<DueRow[]>(
-      `select d.id, d.event_id, d.endpoint_id, d.attempt_count, (d.locked_until is not null) as leased
+// ---- the claim (queue.ts claimDueDeliveries runs these in one transaction, in this order) ----
+
+/** Due pending deliveries, oldest first, locked for the claim (rows another claim holds are skipped). */
+export async function lockDueDeliveries(tx: Em, limit: number): Promise<DueDeliveryRow[]> {
+  return tx.execute<DueDeliveryRow[]>(
+    `select d.id, d.event_id, d.endpoint_id, d.attempt_count, (d.locked_until is not null) as leased
        from webhook_deliveries d
        where d.status = 'pending' and d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until <= now())
        order by d.next_attempt_at, d.id
        limit ?
        for update skip locked`,
-      [limit],
-    );
-    if (due.length === 0) return [];
-    const ids = due.map((d) => String(d.id));
-    const leasedIds = due.filter((d) => d.leased).map((d) => String(d.id));
-    if (leasedIds.length > 0) {
-      // Only an attempt whose send had started may have reached the receiver: that one is lost.
-      // Claimed-but-unsent attempts vanish, as if handed back, and the delivery is simply retried.
-      await tx.execute(
-        `update webhook_attempts set status = 'lost', error = ?, completed_at = now() where delivery_id in (?) and status = 'in_progress' and sending_at is not null`,
-        [LOST_ERROR, leasedIds],
-      );
-      await tx.execute(`delete from webhook_attempts where delivery_id in (?) and status = 'in_progress' and sending_at is null`, [leasedIds]);
-    }
-    const endpointIds = [...new Set(due.map((d) => d.endpoint_id))];
-    const endpoints = await tx.execute<EndpointRow[]>(
-      `select id, url, livemode, status, deleted_at, secret_sealed, previous_secret_sealed, previous_secret_expires_at
-       from webhook_endpoints where id in (?)`,
-      [endpointIds],
-    );
-    const byId = new Map(endpoints.map((e) => [e.id, e]));
-    const eventIds = [...new Set(due.map((d) => d.event_id))];
-    const bodies = await tx.execute<Array<{ id: string; body: string }>>(
-      `select e.id, coalesce(b.body, e.payload::text) as body from events e left join webhook_event_bodies b on b.event_id = e.id where e.id in (?)`,
-      [eventIds],
-    );
-    const bodyOf = new Map(bodies.map((b) => [b.id, b.body]));
-
-    // `now` is the injected clock, which also wrote previous_secret_expires_at (rotation).
-    const secretsOf = new Map<string, string[] | null>();
-    const live: DueRow[] = [];
-    const canceled: string[] = [];
-    for (const d of due) {
-      const e = byId.get(d.endpoint_id);
-      if (!e || e.deleted_at || e.status === 'disabled') {
-        canceled.push(String(d.id));
-        continue;
-      }
-      if (!secretsOf.has(e.id)) {
-        try {
-          const secrets = [box.open(e.secret_sealed, e.id)];
-          if (e.previous_secret_sealed && e.previous_secret_expires_at && new Date(e.previous_secret_expires_at) > now) {
-            secrets.push(box.open(e.previous_secret_sealed, e.id));
-          }
-          secretsOf.set(e.id, secrets);
-        } catch (err) {
-          secretsOf.set(e.id, null);
-          onSecretError(e.id, err);
-        }
-      }
-      if (secretsOf.get(e.id)) live.push(d);
-    }
-    if (canceled.length > 0) {
-      await tx.execute(
-        `update webhook_deliveries set status = 'canceled', completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null where id in (?)`,
-        [canceled],
-      );
-    }
-    if (live.length === 0) return [];
-    await tx.execute(`update webhook_deliveries set locked_until = now() + ? * interval '1 millisecond', lock_owner = ? where id in (?)`, [
-      leaseMs,
-      owner,
-      live.map((d) => String(d.id)),
-    ]);
-    const claimed = live.map((d): ClaimedDelivery => {
-      const e = byId.get(d.endpoint_id)!;
-      return {
-        deliveryId: String(d.id),
-        attemptId: newId('wha'),
-        attemptNumber: d.attempt_count + 1,
-        eventId: d.event_id,
-        endpointId: e.id,
-        url: e.url,
-        livemode: e.livemode,
-        body: bodyOf.get(d.event_id) ?? '',
-        secrets: secretsOf.get(e.id)!,
-      };
-    });
-    const values = claimed.map(() => `(?, ?, ?, ?, ?, 'in_progress')`).join(', ');
-    await tx.execute(
-      `insert into webhook_attempts (id, delivery_id, event_id, endpoint_id, attempt_number, status) values ${values}`,
-      claimed.flatMap((c) => [c.attemptId, c.deliveryId, c.eventId, c.endpointId, c.attemptNumber]),
-    );
-    return claimed;
-  });
+    [limit],
+  );
 }
 
-export type RecordedAttempt = { claim: ClaimedDelivery; outcome: AttemptOutcome };
+/**
+ * The in-progress attempts of deliveries whose lease ran out: only an attempt whose send had
+ * started may have reached the receiver, so that one is recorded `lost`; claimed-but-unsent
+ * attempts vanish, as if handed back, and the delivery is simply retried.
+ */
+export async function closeExpiredAttempts(tx: Em, deliveryIds: string[]): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await tx.execute(
+    `update webhook_attempts set status = 'lost', error = ?, completed_at = now() where delivery_id in (?) and status = 'in_progress' and sending_at is not null`,
+    [LOST_ERROR, deliveryIds],
+  );
+  await tx.execute(`delete from webhook_attempts where delivery_id in (?) and status = 'in_progress' and sending_at is null`, [deliveryIds]);
+}
+
+/** The endpoints of claimed deliveries (read without locking them: the lock order at the top). */
+export async function readClaimEndpoints(tx: Em, endpointIds: string[]): Promise<ClaimEndpointRow[]> {
+  return tx.execute<ClaimEndpointRow[]>(
+    `select id, url, livemode, status, deleted_at, secret_sealed, previous_secret_sealed, previous_secret_expires_at
+       from webhook_endpoints where id in (?)`,
+    [endpointIds],
+  );
+}
+
+/** The bytes each event is delivered as: its frozen body, else its stored payload. */
+export async function readEventBodies(tx: Em, eventIds: string[]): Promise<Array<{ id: string; body: string }>> {
+  return tx.execute<Array<{ id: string; body: string }>>(
+    `select e.id, coalesce(b.body, e.payload::text) as body from events e left join webhook_event_bodies b on b.event_id = e.id where e.id in (?)`,
+    [eventIds],
+  );
+}
+
+/** Ends deliveries (locked by the caller) as canceled. */
+export async function cancelDeliveries(tx: Em, deliveryIds: string[]): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await tx.execute(
+    `update webhook_deliveries set status = 'canceled', completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null where id in (?)`,
+    [deliveryIds],
+  );
+}
+
+/** Leases deliveries (locked by the caller) to `owner` for `leaseMs`. */
+export async function leaseDeliveries(tx: Em, deliveryIds: string[], owner: string, leaseMs: number): Promise<void> {
+  await tx.execute(`update webhook_deliveries set locked_until = now() + ? * interval '1 millisecond', lock_owner = ? where id in (?)`, [
+    leaseMs,
+    owner,
+    deliveryIds,
+  ]);
+}
+
+export type NewAttemptRow = { attemptId: string; deliveryId: string; eventId: string; endpointId: string; attemptNumber: number };
+
+/** Opens one in-progress attempt row each. */
+export async function insertAttempts(tx: Em, rows: NewAttemptRow[]): Promise<void> {
+  const values = rows.map(() => `(?, ?, ?, ?, ?, 'in_progress')`).join(', ');
+  await tx.execute(
+    `insert into webhook_attempts (id, delivery_id, event_id, endpoint_id, attempt_number, status) values ${values}`,
+    rows.flatMap((c) => [c.attemptId, c.deliveryId, c.eventId, c.endpointId, c.attemptNumber]),
+  );
+}
+
+// ---- recording outcomes (queue.ts recordAttempts runs these in one transaction, in this order) ----
 
 const values = (rows: unknown[][]) => rows.map((r) => `(${r.map(() => '?').join(', ')})`).join(', ');
 
@@ -176,113 +165,98 @@ const values = (rows: unknown[][]) => rows.map((r) => `(${r.map(() => '?').join(
  * lock each while waiting for the other's. FOR NO KEY UPDATE: a settle's fan-out, which only
  * references the endpoint (FOR KEY SHARE through the foreign key), does not wait for it.
  */
-async function lockEndpointsForDeliveryWrites(tx: Em, endpointIds: string[]): Promise<void> {
+export async function lockEndpointsForDeliveryWrites(tx: Em, endpointIds: string[]): Promise<void> {
   await tx.execute(`select id from webhook_endpoints where id in (?) order by id for no key update`, [[...new Set(endpointIds)]]);
 }
 
 /** Locks delivery rows in id order (two transactions locking overlapping sets never cross). */
-async function lockDeliveries(tx: Em, deliveryIds: string[]): Promise<void> {
+export async function lockDeliveries(tx: Em, deliveryIds: string[]): Promise<void> {
   await tx.execute(`select id from webhook_deliveries where id in (?) order by id for update`, [deliveryIds]);
 }
 
-/**
- * Records attempt outcomes in one short transaction (a worker batches the outcomes that
- * finish while its previous batch commits) and moves each delivery on: succeeded,
- * rescheduled per the section 6 table (times `retryScale`) from enqueue, or permanently
- * failed after the seventh attempt. Delivery updates are fenced by `lock_owner`, so a
- * worker whose lease was taken over, or whose delivery a disable or delete canceled,
- * cannot overwrite that state; the attempt itself keeps the outcome that really happened.
- * Endpoint health follows each endpoint's latest outcome: pending -> enabled on a 2xx,
- * disabled once its failures started more than five days ago. Locks: the endpoints, the
- * deliveries, then the attempts (the order at the top of this file).
- */
-export async function recordAttempts(em: Em, owner: string, items: RecordedAttempt[], retryScale: number): Promise<void> {
-  if (items.length === 0) return;
-  await em.transactional(async (tx) => {
-    await lockEndpointsForDeliveryWrites(tx, items.map((i) => i.claim.endpointId));
-    await lockDeliveries(tx, items.map((i) => i.claim.deliveryId));
-    const attemptRows = items.map(({ claim, outcome }) => [
-      claim.attemptId,
-      outcome.ok ? 'succeeded' : 'failed',
-      outcome.responseStatus,
-      outcome.durationMs,
-      outcome.error?.slice(0, 1000) ?? null,
-    ]);
-    await tx.execute(
-      `update webhook_attempts a
+/** One finished attempt: what the receiver answered (or why nothing did). */
+export type AttemptResultRow = [id: string, status: 'succeeded' | 'failed', responseStatus: number | null, durationMs: number, error: string | null];
+
+/** Writes finished attempts' results (every row of `rows` in one statement). */
+export async function completeAttempts(tx: Em, rows: AttemptResultRow[]): Promise<void> {
+  await tx.execute(
+    `update webhook_attempts a
        set status = v.status, response_status = v.response_status::int, duration_ms = v.duration_ms::int, error = v.error, completed_at = now()
-       from (values ${values(attemptRows)}) as v(id, status, response_status, duration_ms, error)
+       from (values ${values(rows)}) as v(id, status, response_status, duration_ms, error)
        where a.id = v.id`,
-      attemptRows.flat(),
-    );
+    rows.flat(),
+  );
+}
 
-    const succeeded = items.filter((i) => i.outcome.ok).map((i) => [i.claim.deliveryId, i.claim.attemptNumber]);
-    const exhausted = items.filter((i) => !i.outcome.ok && i.claim.attemptNumber >= MAX_ATTEMPTS).map((i) => [i.claim.deliveryId, i.claim.attemptNumber]);
-    const retried = items
-      .filter((i) => !i.outcome.ok && i.claim.attemptNumber < MAX_ATTEMPTS)
-      .map((i) => [i.claim.deliveryId, i.claim.attemptNumber, RETRY_SCHEDULE_MS[i.claim.attemptNumber]! * retryScale]);
-    if (succeeded.length > 0) {
-      await tx.execute(
-        `update webhook_deliveries d
-         set status = 'succeeded', attempt_count = v.n::int, completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
-         from (values ${values(succeeded)}) as v(id, n)
+/**
+ * Ends deliveries (`[delivery id, attempt count]`) as `status`, fenced by `lock_owner`: a worker
+ * whose lease was taken over, or whose delivery a disable or delete canceled, changes nothing.
+ */
+export async function finishDeliveries(tx: Em, owner: string, status: 'succeeded' | 'failed', rows: Array<[deliveryId: string, attemptCount: number]>): Promise<void> {
+  if (rows.length === 0) return;
+  await tx.execute(
+    `update webhook_deliveries d
+         set status = '${status}', attempt_count = v.n::int, completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
+         from (values ${values(rows)}) as v(id, n)
          where d.id = v.id::bigint and d.lock_owner = ?`,
-        [...succeeded.flat(), owner],
-      );
-    }
-    if (exhausted.length > 0) {
-      await tx.execute(
-        `update webhook_deliveries d
-         set status = 'failed', attempt_count = v.n::int, completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
-         from (values ${values(exhausted)}) as v(id, n)
-         where d.id = v.id::bigint and d.lock_owner = ?`,
-        [...exhausted.flat(), owner],
-      );
-    }
-    if (retried.length > 0) {
-      await tx.execute(
-        `update webhook_deliveries d
+    [...rows.flat(), owner],
+  );
+}
+
+/** Schedules deliveries (`[delivery id, attempt count, delay from enqueue in ms]`) again, fenced by `lock_owner` like finishDeliveries. */
+export async function rescheduleDeliveries(tx: Em, owner: string, rows: Array<[deliveryId: string, attemptCount: number, delayMs: number]>): Promise<void> {
+  if (rows.length === 0) return;
+  await tx.execute(
+    `update webhook_deliveries d
          set attempt_count = v.n::int, next_attempt_at = d.enqueued_at + v.delay_ms::double precision * interval '1 millisecond', locked_until = null, lock_owner = null
-         from (values ${values(retried)}) as v(id, n, delay_ms)
+         from (values ${values(rows)}) as v(id, n, delay_ms)
          where d.id = v.id::bigint and d.lock_owner = ?`,
-        [...retried.flat(), owner],
-      );
-    }
+    [...rows.flat(), owner],
+  );
+}
 
-    const latest = new Map<string, boolean>();
-    for (const i of items) latest.set(i.claim.endpointId, i.outcome.ok);
-    const healthy = [...latest].filter(([, ok]) => ok).map(([id]) => id);
-    const failing = [...latest].filter(([, ok]) => !ok).map(([id]) => id);
-    if (healthy.length > 0) {
-      // Skip the write when nothing would change, so busy endpoints do not serialize workers on one row.
-      await tx.execute(
-        `update webhook_endpoints
+/**
+ * Endpoints whose latest outcome succeeded: pending -> enabled, no longer failing. The write is
+ * skipped when nothing would change, so busy endpoints do not serialize workers on one row.
+ */
+export async function markEndpointsSucceeding(tx: Em, endpointIds: string[]): Promise<void> {
+  if (endpointIds.length === 0) return;
+  await tx.execute(
+    `update webhook_endpoints
          set status = case when status = 'pending' then 'enabled' else status end,
              failing_since = null, last_success_at = now()
          where id in (?) and (status = 'pending' or failing_since is not null or last_success_at is null or last_success_at < now() - interval '1 minute')`,
-        [healthy],
-      );
-    }
-    if (failing.length > 0) {
-      const disabled = await tx.execute<Array<{ id: string }>>(
-        `update webhook_endpoints
+    [endpointIds],
+  );
+}
+
+/**
+ * Endpoints whose latest outcome failed: failing from now unless already, and disabled
+ * (reason `failing`) once failing for longer than `disableAfter` (an SQL interval, compared on
+ * the database's clock). Returns the ids of those now disabled.
+ */
+export async function markEndpointsFailing(tx: Em, endpointIds: string[], disableAfter: string): Promise<string[]> {
+  if (endpointIds.length === 0) return [];
+  const rows = await tx.execute<Array<{ id: string; status: string }>>(
+    `update webhook_endpoints
          set failing_since = coalesce(failing_since, now()),
-             status = case when failing_since <= now() - interval '${AUTO_DISABLE_AFTER}' then 'disabled' else status end,
-             disabled_reason = case when failing_since <= now() - interval '${AUTO_DISABLE_AFTER}' and status <> 'disabled' then 'failing' else disabled_reason end
+             status = case when failing_since <= now() - interval '${disableAfter}' then 'disabled' else status end,
+             disabled_reason = case when failing_since <= now() - interval '${disableAfter}' and status <> 'disabled' then 'failing' else disabled_reason end
          where id in (?)
          returning id, status`,
-        [failing],
-      );
-      const off = disabled.filter((e) => (e as { status?: string }).status === 'disabled').map((e) => e.id);
-      if (off.length > 0) {
-        await tx.execute(
-          `update webhook_deliveries set status = 'canceled', completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
+    [endpointIds],
+  );
+  return rows.filter((e) => e.status === 'disabled').map((e) => e.id);
+}
+
+/** Cancels the pending deliveries no worker holds of endpoints just disabled (rows locked in id order). */
+export async function cancelUnheldDeliveriesOf(tx: Em, endpointIds: string[]): Promise<void> {
+  if (endpointIds.length === 0) return;
+  await tx.execute(
+    `update webhook_deliveries set status = 'canceled', completed_at = now(), next_attempt_at = null, locked_until = null, lock_owner = null
            where id in (select id from webhook_deliveries where endpoint_id in (?) and status = 'pending' and lock_owner is null order by id for update)`,
-          [off],
-        );
-      }
-    }
-  });
+    [endpointIds],
+  );
 }
 
 /**
@@ -307,7 +281,7 @@ export async function extendLeases(em: Em, owner: string, leaseMs: number): Prom
 }
 
 /** Hands back claimed deliveries that were never sent (graceful stop): due again at once. */
-export async function releaseClaims(em: Em, owner: string, claims: ClaimedDelivery[]): Promise<void> {
+export async function releaseClaims(em: Em, owner: string, claims: Array<{ attemptId: string; deliveryId: string }>): Promise<void> {
   if (claims.length === 0) return;
   await em.transactional(async (tx) => {
     await tx.execute(`delete from webhook_attempts where id in (?) and status = 'in_progress'`, [claims.map((c) => c.attemptId)]);
@@ -410,7 +384,7 @@ export const EVENT_FAN_OUT_CTES = `fanned as (
 
 /**
  * An event no endpoint received when it was recorded (or recorded before webhooks existed) has
- * no stored bytes yet: stores `bytes` (events/service.ts `bytesOfStoredEvent`) unless some are.
+ * no stored bytes yet: stores `bytes` (events/service.ts `EventOutbox.bytesOfStoredEvent`) unless some are.
  */
 export async function freezeEventBody(tx: Em, eventId: string, bytes: string): Promise<void> {
   await runSql(tx, 'insert into webhook_event_bodies (event_id, body) values ($1, $2) on conflict (event_id) do nothing', [eventId, bytes]);

@@ -1,3 +1,4 @@
+import { unixSeconds } from '../../lib/time.js';
 import type { ServerInferResponses } from '@ts-rest/core';
 import { resolvePolicy, X402PaymentPayload, type contract, type ReasonCode, type SettleBody, type X402Challenge } from '@svc/contract';
 import type { Hex } from 'viem';
@@ -6,12 +7,12 @@ import { canonicalHash } from '../../lib/canonical-json.js';
 import { ApiError } from '../../lib/errors.js';
 import { findUnstorableJson } from '../../http/body-guard.js';
 import { cartTotals, toBaseUnits } from '../../lib/money.js';
-import { findCatalogItem } from '../catalog/service.js';
+import { findCatalogItem } from '../catalog/index.js';
 import { agentRails, assertPayable, createCheckout, findSession, findSessionByIdempotencyKey } from '../checkout/index.js';
 import { settleSession, type SettlePayment, type SettleResult } from '../settlement/index.js';
 import { checkProof } from '../../lib/eip3009.js';
-import type { MerchantRow } from '../merchants/service.js';
-import { activePolicy } from '../policy/service.js';
+import type { MerchantRow } from '../merchants/index.js';
+import { activePolicy } from '../policy/index.js';
 import { payerAgentId } from './agent-id.js';
 import {
   canonicalPayment,
@@ -163,8 +164,8 @@ export async function buyItem(ctx: Ctx, m: MerchantRow, input: X402Transport & {
     // written: a forged `from` cannot open sessions or cost anyone reputation.
     const checked = await checkProof(
       { chain: due.chain, payTo: due.payTo, amountBaseUnits: due.amountBaseUnits, authorization: payment.authorization, signature: payment.signature as Hex },
-      Math.floor(ctx.services.now().getTime() / 1000),
-      ctx.services.signers.recover,
+      unixSeconds(ctx.services.now()),
+      ctx.services.signers,
     );
     if (!checked.ok) return refusal402(due, checked.code, checked.human, prior?.id);
   }

@@ -15,7 +15,7 @@ import { base } from 'viem/chains';
 import type { Logger } from '../../lib/logger.js';
 import { CHAINS } from '@svc/contract';
 import { ApiError } from '../../lib/errors.js';
-import { checkProof, type RecoverSigner } from '../../lib/eip3009.js';
+import { checkProof, type Signers } from '../../lib/eip3009.js';
 import { RepeatLimiter } from '../../lib/log-limit.js';
 import { ChainGuard, checkChain, type ChainGuardOptions } from '../chain-guard.js';
 import {
@@ -25,7 +25,6 @@ import {
   authorizationAt,
   chainSnapshot,
   type ChainSnapshot,
-  hashesOf,
   isRpcUnavailable,
   judgeUsedBeforeUs,
   mapRevert,
@@ -36,6 +35,7 @@ import {
   usedAuthorizationOutcome,
   usdcBalance,
 } from '../evm-reads.js';
+import { judgeAuthorizationOnChain } from '../reconcile.js';
 import type {
   BroadcastRecord,
   Facilitator,
@@ -70,8 +70,8 @@ export type OnchainFacilitatorOptions = {
 };
 
 export type OnchainFacilitatorConfig = {
-  /** Signer recovery for the off-chain checks (services.signers.recover); on the calling thread when absent. */
-  recover?: RecoverSigner;
+  /** Signer recovery for the off-chain checks (services.signers); on the calling thread when absent. */
+  signers?: Signers;
   rpcUrl: string;
   privateKeys: Hex[];
   chain: 'base';
@@ -171,7 +171,7 @@ export class OnchainFacilitator implements Facilitator {
     if (proof.chain !== this.cfg.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.cfg.chain}.` };
     }
-    const check = await checkProof(proof, nowSec, this.cfg.recover);
+    const check = await checkProof(proof, nowSec, this.cfg.signers);
     if (!check.ok) return check;
     const p: PaymentProof = check.proof;
     // One chain read: the transfer's gas estimate is its simulation. The token checks, in its own
@@ -211,7 +211,7 @@ export class OnchainFacilitator implements Facilitator {
     // The off-chain checks again (the proof may have aged; it comes back canonical), but not
     // verify's chain reads: the gas estimate below is the simulation on chain, and a used nonce,
     // a short balance or a bad signature reverts it with the same codes.
-    const check = await checkProof(proof, opts.nowSec, this.cfg.recover);
+    const check = await checkProof(proof, opts.nowSec, this.cfg.signers);
     if (!check.ok) return { status: 'failed', code: check.code, human: check.human };
     const p = check.proof;
     // verify() found this authorization already carried on chain as signed: nothing to send
@@ -282,6 +282,11 @@ export class OnchainFacilitator implements Facilitator {
     }
   }
 
+  /** What reconcile's shared first half reads with (rails/reconcile.ts). */
+  private get chainReads() {
+    return { guard: this.guard, client: this.client, token: this.token, logLookbackBlocks: this.opts.logLookbackBlocks };
+  }
+
   /**
    * Every judgement is made at one block B (chainSnapshot): used at B means settled (or, for a
    * payer who canceled the authorization, failed: usedAuthorizationOutcome); unused
@@ -291,18 +296,11 @@ export class OnchainFacilitator implements Facilitator {
    * mix of older and newer reads.
    */
   async reconcile(input: ReconcileInput): Promise<SettleOutcome> {
-    const { proof, broadcasts } = input;
-    // Judged on another chain or token, a transfer that moved would read as never sent and be released.
-    await this.guard.ready();
-    const at = await chainSnapshot(this.client);
-    const state = await authorizationAt(this.client, this.token, proof, at);
-    if (state === 'used') return usedAuthorizationOutcome(this.client, this.token, proof, hashesOf(broadcasts), this.opts.logLookbackBlocks, at);
-    if (state === 'expired') {
-      return { status: 'failed', code: 'PAYMENT_EXPIRED', human: 'The authorization expired on chain before any transaction carrying it was mined.' };
-    }
+    const judged = await judgeAuthorizationOnChain(this.chainReads, input, 'The authorization expired on chain before any transaction carrying it was mined.');
+    if ('outcome' in judged) return judged.outcome;
     let alive: Hex | null = null;
-    for (const b of broadcasts) {
-      if (await this.stillAlive(b, at)) alive = b.txHash;
+    for (const b of input.broadcasts) {
+      if (await this.stillAlive(b, judged.openAt)) alive = b.txHash;
     }
     if (alive) return { status: 'pending', reference: alive };
     return { status: 'failed', code: 'CAPTURE_FAILED', human: 'No transaction carrying the authorization can still be mined; it was never sent, reverted or was replaced.' };
