@@ -37,7 +37,7 @@ export type EventFanOut = { ctes: string; onFanned: (targets: Array<{ eventId: s
 /**
  * An order event object read back from `events.payload` (jsonb, which reorders keys) in the key
  * order its presenter writes: the orders module's `reorderOrderEventObject`, passed in by boot.ts
- * so this module imports no module that records events.
+ * (orders records events, so importing it from here would close a cycle).
  */
 export type OrderObjectInKeyOrder = (o: OrderEventObject) => OrderEventObject;
 
