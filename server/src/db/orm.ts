@@ -88,7 +88,7 @@ export async function openOrm(target: DbTarget, entities: OrmEntities, log?: Log
           timeouts.requests?.install(pool);
         },
       },
-    })) as unknown as Orm;
+    })) satisfies Orm;
   }
   let dbName = 'memory://';
   let release = () => {};
@@ -117,7 +117,7 @@ export async function openOrm(target: DbTarget, entities: OrmEntities, log?: Log
         pending = null;
         return options;
       },
-    })) as unknown as Orm;
+    })) satisfies Orm;
     try {
       await opened.em.fork().execute('select 1'); // PGlite starts (and unpacks) on the first statement
     } catch (err) {

@@ -64,6 +64,7 @@ async function keyOf(migrations: readonly { name: string; class: unknown }[]): P
   try {
     hash.update(`pglite ${pkg.version}\n`);
     for (const m of migrations) {
+      // Only up() is read, for its SQL text: the migration is built without a driver or config.
       const migration = new (m.class as unknown as MigrationCtor)(undefined as never, undefined as never);
       await migration.up();
       hash.update(`${m.name}\n${JSON.stringify(migration.getQueries().map(String))}\n`);

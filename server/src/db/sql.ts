@@ -32,6 +32,7 @@ export function sqlParams(): SqlParams {
 type Compiled = Parameters<Kysely<unknown>['executeQuery']>[0];
 
 export async function runSql<R = Record<string, unknown>>(em: Em, text: string, params: readonly SqlValue[] = []): Promise<R[]> {
+  // Kysely's CompiledQuery with a raw node: values travel apart from the text (the public API inlines them).
   const compiled = { sql: text, parameters: params, query: { kind: 'RawNode', sqlFragments: [text], parameters: [] }, queryId: { queryId: 'svc' } } as unknown as Compiled;
   try {
     const res = await em.getKysely().executeQuery(compiled);

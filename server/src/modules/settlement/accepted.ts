@@ -123,7 +123,7 @@ export async function acceptedWrites(
   const event = { projectId: m.projectId, merchantId: m.id, livemode: m.livemode, object: presentOrderEvent(order), now };
   return {
     // the claims are a JSON object (ReceiptClaims has no index signature)
-    receipt: receiptRow({ id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims: claims as unknown as Record<string, unknown>, now }),
+    receipt: receiptRow({ id: receiptId, orderId: order.id, sessionId: s.id, merchantId: m.id, jws, claims, now }),
     session: {
       state: 'accepted',
       settledAt: now,

@@ -179,6 +179,7 @@ export function canonicalPayment(p: WirePayment): ReadPayment | Refused {
       // judged by the declared rules alone, which the library checks without one.
       const sent: unknown = p.extensions[PAYMENT_IDENTIFIER];
       const judged = typeof sent === 'object' && sent !== null ? { info: (sent as { info?: unknown }).info } : sent;
+      // The library's PaymentPayload is its own v2 type; `p` is the contract's parse of the same wire object.
       const pid = extractAndValidatePaymentIdentifier({ ...p, extensions: { [PAYMENT_IDENTIFIER]: judged } } as unknown as PaymentPayload);
       if (!pid.validation.valid) return refuse('PAYMENT_MALFORMED', `extensions.payment-identifier: ${(pid.validation.errors ?? []).join('; ')}`);
       paymentId = pid.id;
