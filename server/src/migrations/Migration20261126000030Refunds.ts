@@ -82,7 +82,7 @@ begin
   select coalesce(sum(amount_base_units), 0) into reserved from refunds
    where settlement_attempt_id = new.settlement_attempt_id and status in ('requires_authorization', 'pending', 'succeeded');
   if captured is null or reserved > captured then
-    raise exception 'refunds of capture % would reach % base units, over the % captured', new.settlement_attempt_id, reserved, coalesce(captured, 0)
+    raise exception 'refunds_within_capture: refunds of capture % would reach % base units, over the % captured', new.settlement_attempt_id, reserved, coalesce(captured, 0)
       using errcode = 'check_violation', constraint = 'refunds_within_capture';
   end if;
   return null;
