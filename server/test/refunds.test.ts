@@ -289,6 +289,40 @@ describe('refunds', () => {
     expect(await orderOf(orderId)).toMatchObject({ amount_refunded: '4.00', refund_status: 'partial' });
   });
 
+  it('GIVEN a transfer not confirmed in time WHEN authorized THEN 202 pending, and the settlement worker finishes it from the chain: succeeded once, one event, listed by GET /v1/events', async () => {
+    const { orderId } = await paidOrder();
+    const r = (await create({ order_id: orderId, amount: '6.00' })).body;
+    const sig = await signRefund(wallet, r);
+    const mock = app.services.facilitators.test;
+    // The transfer was sent and nothing is known within the wait (or the process died after phase 1).
+    app.services.facilitators.test = Object.assign(Object.create(mock) as MockFacilitator, { settle: async () => ({ status: 'pending' as const, reference: null }) });
+    try {
+      const pending = await authorize(r.id, sig);
+      expect(pending.status, pending.text).toBe(202);
+      expect(pending.body).toMatchObject({ status: 'pending', transaction: null, authorization_request: null });
+      expect((await authorize(r.id, sig)).status).toBe(202);
+    } finally {
+      app.services.facilitators.test = mock;
+    }
+    expect(await orderOf(orderId)).toMatchObject({ amount_refunded: '0.00', refund_status: 'none' });
+    await sql(app, "update refunds set lease_until = now() - interval '1 second' where id = ?", [r.id]);
+    const worker = startSettlementWorker(app.services, { intervalMs: 3_600_000 });
+    await worker.runOnce();
+    await worker.runOnce();
+    await worker.stop();
+    const done = await app.request<Refund>('GET', `/v1/refunds/${r.id}`, { key: shop.key });
+    expect(done.body).toMatchObject({ status: 'succeeded', transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(await eventsOf(r.id)).toEqual(['refund.created', 'refund.succeeded']);
+    expect(await orderOf(orderId)).toMatchObject({ amount_refunded: '6.00', refund_status: 'partial' });
+    const events = await app.request('GET', '/v1/events?type=refund.succeeded&limit=100', { key: shop.key });
+    expect(events.status, events.text).toBe(200);
+    const event = events.body.data.find((e: { data: { object: { id: string } } }) => e.data.object.id === r.id);
+    expect(event.data.object).toMatchObject({ id: r.id, order_id: orderId, amount: '6.00', currency: 'USD', reason: null, transaction: done.body.transaction, livemode: false });
+    expect(event.data.object).not.toHaveProperty('authorization_request');
+    const detail = await app.request('GET', `/v1/events/${event.id}`, { key: shop.key });
+    expect(detail.status, detail.text).toBe(200);
+  });
+
   it('GIVEN the refunds trigger WHEN a write would pass the capture behind the service\'s back THEN the database refuses it', async () => {
     const { orderId } = await paidOrder();
     const r = (await create({ order_id: orderId })).body;
