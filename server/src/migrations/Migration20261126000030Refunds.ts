@@ -16,6 +16,7 @@ import { Migration } from '@mikro-orm/migrations';
  *   is about to send for a refund, stored first.
  * - `orders.amount_refunded`: the order's succeeded refunds, kept by the refund's success in the
  *   same transaction (the order projection's amount_refunded and refund_status).
+ * - One outcome event per refund: `refund.succeeded` or `refund.failed`, once (unique index).
  * - Keys that held every scope before (standard keys) get the new refunds scopes.
  */
 export class Migration20261126000030Refunds extends Migration {
@@ -89,6 +90,8 @@ begin
 end $$`);
     this.addSql(`create trigger refunds_within_capture after insert or update of status, amount_base_units on refunds
       for each row when (new.status in ('requires_authorization', 'pending', 'succeeded')) execute function svc_refunds_within_capture()`);
+    this.addSql(`create unique index events_one_outcome_per_refund on events ((payload -> 'data' -> 'object' ->> 'id'))
+      where type in ('refund.succeeded', 'refund.failed')`);
     this.addSql(`update api_keys set scopes = scopes || '["refunds:read", "refunds:write"]'::jsonb
       where scopes @> '["merchants:read", "merchants:write", "products:read", "products:write", "policy:read", "policy:write", "orders:read", "orders:write", "ingest:write", "webhooks:read", "webhooks:write", "keys:read", "keys:write"]'::jsonb`);
   }
