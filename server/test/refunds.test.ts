@@ -210,7 +210,7 @@ describe('refunds', () => {
     expect((await authorize(r.id, await signRefund(wallet, r))).body.status).toBe('succeeded');
   });
 
-  it('GIVEN a merchant wallet without the funds WHEN authorized THEN 402 INSUFFICIENT_FUNDS and the refund stays authorizable', async () => {
+  it('GIVEN a merchant wallet without the funds WHEN authorized THEN 402 INSUFFICIENT_FUNDS and the refund stays authorizable; an unreachable facilitator is 503 and leaves it authorizable too', async () => {
     const { orderId } = await paidOrder();
     const r = (await create({ order_id: orderId, amount: '5.00' })).body;
     const mock = app.services.facilitators.test;
@@ -221,7 +221,20 @@ describe('refunds', () => {
       app.services.facilitators.test = mock;
     }
     expect((await app.request<Refund>('GET', `/v1/refunds/${r.id}`, { key: shop.key })).body.status).toBe('requires_authorization');
+    // A facilitator that cannot be reached sends nothing: 503, and the refund is authorizable again.
+    app.services.facilitators.test = Object.assign(Object.create(mock) as MockFacilitator, {
+      settle: async () => {
+        throw new Error('connect ECONNREFUSED');
+      },
+    });
+    try {
+      expectError(await authorize(r.id, await signRefund(wallet, r)), 503, 'FACILITATOR_UNAVAILABLE');
+    } finally {
+      app.services.facilitators.test = mock;
+    }
+    expect((await app.request<Refund>('GET', `/v1/refunds/${r.id}`, { key: shop.key })).body).toMatchObject({ status: 'requires_authorization', failure: null });
     expect((await authorize(r.id, await signRefund(wallet, r))).body.status).toBe('succeeded');
+    expect(await eventsOf(r.id)).toEqual(['refund.created', 'refund.succeeded']);
   });
 
   it('GIVEN a refund past its window WHEN authorized THEN 410 REFUND_AUTHORIZATION_EXPIRED and it is canceled; an unsigned one is canceled by the settlement worker', async () => {

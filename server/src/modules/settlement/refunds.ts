@@ -322,8 +322,8 @@ async function recordRefundBroadcast(services: Services, refundId: string, rec: 
 
 /**
  * Phase 2 and 3 of a refund phase 1 just made pending, like `driveAttempt`: a facilitator throws
- * only when nothing was sent (the refund fails and the error reaches the caller); with a
- * transaction stored the refund stays pending for the reconciler.
+ * only when nothing was sent (the refund is authorizable again and the error, 503, reaches the
+ * caller); with a transaction stored the refund stays pending for the reconciler.
  */
 async function driveRefund(services: Services, refundId: string, proof: PaymentProof, facilitator: Facilitator, ctx?: Ctx): Promise<AuthorizeOutcome> {
   let recorded = 0;
@@ -342,12 +342,26 @@ async function driveRefund(services: Services, refundId: string, proof: PaymentP
     if (recorded > 0) {
       outcome = { status: 'pending', reference: null };
     } else {
-      const code: ReasonCode = err instanceof ApiError ? err.codes[0]! : 'FACILITATOR_UNAVAILABLE';
-      await resolveRefund(services, refundId, { status: 'failed', code, human: err instanceof ApiError ? err.human : 'The facilitator could not be reached.' });
-      throw err instanceof ApiError ? err : new ApiError('FACILITATOR_UNAVAILABLE', 'The facilitator could not be reached; nothing was sent.');
+      // Nothing was sent: the refund goes back to awaiting its authorization (sign and send it again).
+      await unauthorize(services, refundId);
+      throw err instanceof ApiError ? err : new ApiError('FACILITATOR_UNAVAILABLE', 'The facilitator could not be reached; nothing was sent. Authorize the refund again.');
     }
   }
   return resolveRefund(services, refundId, outcome, ctx);
+}
+
+/** Compensation for a facilitator that refused before sending anything: pending back to requires_authorization. */
+async function unauthorize(services: Services, refundId: string): Promise<void> {
+  await services.orm.em.fork().transactional(async (tx) => {
+    const r = await lockRefundRow(tx, refundId);
+    if (!r || r.status !== 'pending') return;
+    r.status = 'requires_authorization';
+    r.signature = null;
+    r.facilitator = null;
+    r.leaseUntil = null;
+    r.updatedAt = services.now();
+    await tx.flush();
+  });
 }
 
 /**
