@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
@@ -6,13 +7,15 @@ import { TRANSFER_WITH_AUTHORIZATION_TYPES, type Refund } from '@svc/contract';
 import { startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { publishedMerchant, signPayment } from './helpers/agent.js';
 import { expectError, sql } from './helpers/foundation.js';
-import type { TestApp, TestKey } from './helpers/harness.js';
+import { TestApp, type TestKey } from './helpers/harness.js';
 import { startLiveApp } from './helpers/live.js';
 import { startSettlementWorker } from '../src/modules/settlement/reconciler.js';
+import { startX402Facilitator, X402_FACILITATOR_TOKEN, type Knobs } from './helpers/x402-facilitator.js';
 
 /**
  * Live refunds on a real EVM (anvil, chain id 8453, an EIP-3009 token at the USDC address)
- * through the `onchain` facilitator: the merchant's receiving key signs, a relayer carries it.
+ * through the `onchain` facilitator (a relayer carries the transfer) and through a stock remote
+ * x402 facilitator: the merchant's receiving key signs, nothing about the chain is mocked.
  */
 let chain: Anvil;
 let app: TestApp;
@@ -40,13 +43,13 @@ afterAll(async () => {
 });
 
 /** A funded buyer pays 12.00 over x402 on chain; returns the order and the buyer. */
-async function paidOrder(): Promise<{ orderId: string; buyer: PrivateKeyAccount }> {
+async function paidOrder(at = { app: () => app, base: () => base }): Promise<{ orderId: string; buyer: PrivateKeyAccount }> {
   const buyer = privateKeyToAccount(generatePrivateKey());
   await chain.mintUsdc(buyer.address, 100_000_000n);
-  const s = await app.request('POST', `${base}/agent/checkout`, { body: { agent_id: randomUUID(), items: [{ sku: 'beans', qty: 1 }] } });
+  const s = await at.app().request('POST', `${at.base()}/agent/checkout`, { body: { agent_id: randomUUID(), items: [{ sku: 'beans', qty: 1 }] } });
   expect(s.status, s.text).toBe(201);
   const payment = await signPayment(buyer, s.body.payment_required);
-  const res = await app.request('POST', `${base}/agent/checkout/${s.body.session_id}/settle`, { body: payment });
+  const res = await at.app().request('POST', `${at.base()}/agent/checkout/${s.body.session_id}/settle`, { body: payment });
   expect(res.status, res.text).toBe(200);
   return { orderId: res.body.order_id, buyer };
 }
@@ -154,5 +157,51 @@ describe('live refunds on a real chain (onchain facilitator)', () => {
     expect(await chain.usdcBalance(buyer.address)).toBe(before + 1_000_000n);
     expect(await transfersOf(r)).toBe(1);
     expect(await eventsOf(r.id)).toEqual(['refund.created', 'refund.succeeded']);
+  });
+});
+
+describe('live refunds through a remote x402 facilitator', () => {
+  let remote: { url: string; server: Server };
+  let remoteApp: TestApp;
+  let remoteKey: TestKey;
+  let remoteBase = '';
+  const knobs: Knobs = { settleDelayMs: 0, seenAuth: [], calls: [] };
+
+  beforeAll(async () => {
+    remote = await startX402Facilitator(chain, knobs);
+    remoteApp = await TestApp.start({
+      SVC_LIVE_FACILITATOR: 'remote',
+      SVC_FACILITATOR_URL: remote.url,
+      SVC_FACILITATOR_AUTH_HEADER: `Authorization: Bearer ${X402_FACILITATOR_TOKEN}`,
+      SVC_RPC_URL_BASE: chain.rpcUrl,
+    });
+    remoteKey = await remoteApp.key('live');
+    const shop = await publishedMerchant(remoteApp, {
+      key: remoteKey,
+      merchant: { receiving: { x402: { chain: 'base', address: wallet.address } } },
+      products: [{ sku: 'beans', amount: '12.00' }],
+      policy: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null },
+    });
+    remoteBase = shop.base;
+  }, 120_000);
+  afterAll(async () => {
+    await remoteApp?.stop();
+    remote?.server.close();
+  });
+
+  it('GIVEN a live order paid through the remote facilitator WHEN refunded in full THEN the facilitator carries the transfer back: balances move by exactly the refund, one transfer', async () => {
+    const { orderId, buyer } = await paidOrder({ app: () => remoteApp, base: () => remoteBase });
+    const before = { buyer: await chain.usdcBalance(buyer.address), merchant: await chain.usdcBalance(wallet.address) };
+    const r = (await remoteApp.request<Refund>('POST', '/v1/refunds', { key: remoteKey, body: { order_id: orderId } })).body;
+    expect(r.amount_base_units).toBe('12000000');
+    const done = await remoteApp.request<Refund>('POST', `/v1/refunds/${r.id}/authorize`, { key: remoteKey, body: { signature: await signRefund(wallet, r) } });
+    expect(done.status, done.text).toBe(200);
+    expect(done.body.status).toBe('succeeded');
+    expect((await chain.client.getTransactionReceipt({ hash: done.body.transaction as Hex })).status).toBe('success');
+    expect(await chain.usdcBalance(buyer.address)).toBe(before.buyer + 12_000_000n);
+    expect(await chain.usdcBalance(wallet.address)).toBe(before.merchant - 12_000_000n);
+    expect(await transfersOf(r)).toBe(1);
+    const orders = await remoteApp.request('GET', '/v1/orders', { key: remoteKey });
+    expect(orders.body.data.find((o: { id: string }) => o.id === orderId)).toMatchObject({ amount_refunded: '12.00', refund_status: 'full' });
   });
 });
