@@ -952,7 +952,7 @@ export interface paths {
         put?: never;
         /**
          * Send the merchant's signature: the refund is carried to the chain
-         * @description Idempotency-Key honoured. 200 with the refund succeeded (or failed); 202 while the transfer is not confirmed (poll GET /v1/refunds/{id}). 422 SIGNER_MISMATCH when the signature does not recover to authorization_request.typed_data.message.from (nothing is sent); 410 REFUND_AUTHORIZATION_EXPIRED past validBefore; 402 INSUFFICIENT_FUNDS when the merchant wallet cannot pay (the refund stays authorizable); 409 REFUND_NOT_AUTHORIZABLE once authorized, canceled or finished.
+         * @description Idempotency-Key honoured. 200 with the refund succeeded (or failed); 202 while the transfer is not confirmed (poll GET /v1/refunds/{id}). 422 SIGNER_MISMATCH when the signature does not recover to authorization_request.typed_data.message.from (nothing is sent); 410 REFUND_AUTHORIZATION_EXPIRED past validBefore; 402 INSUFFICIENT_FUNDS when the merchant wallet cannot pay (the refund stays authorizable); 402 NONCE_ALREADY_USED when the authorization was canceled or its nonce spent on chain (the refund is canceled); 503 FACILITATOR_UNAVAILABLE when nothing could be sent (the refund stays authorizable); 409 REFUND_NOT_AUTHORIZABLE once authorized, canceled or finished.
          *
          *     Auth: API key (Bearer) with scope `refunds:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */

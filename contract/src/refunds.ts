@@ -139,7 +139,7 @@ export const refundsContract = c.router({
     responses: { 200: Refund, 202: Refund, 402: ErrorBody, 409: ErrorBody, 410: ErrorBody, 422: ErrorBody, 503: ErrorBody },
     summary: 'Send the merchant\'s signature: the refund is carried to the chain',
     description:
-      'Idempotency-Key honoured. 200 with the refund succeeded (or failed); 202 while the transfer is not confirmed (poll GET /v1/refunds/{id}). 422 SIGNER_MISMATCH when the signature does not recover to authorization_request.typed_data.message.from (nothing is sent); 410 REFUND_AUTHORIZATION_EXPIRED past validBefore; 402 INSUFFICIENT_FUNDS when the merchant wallet cannot pay (the refund stays authorizable); 409 REFUND_NOT_AUTHORIZABLE once authorized, canceled or finished.',
+      'Idempotency-Key honoured. 200 with the refund succeeded (or failed); 202 while the transfer is not confirmed (poll GET /v1/refunds/{id}). 422 SIGNER_MISMATCH when the signature does not recover to authorization_request.typed_data.message.from (nothing is sent); 410 REFUND_AUTHORIZATION_EXPIRED past validBefore; 402 INSUFFICIENT_FUNDS when the merchant wallet cannot pay (the refund stays authorizable); 402 NONCE_ALREADY_USED when the authorization was canceled or its nonce spent on chain (the refund is canceled); 503 FACILITATOR_UNAVAILABLE when nothing could be sent (the refund stays authorizable); 409 REFUND_NOT_AUTHORIZABLE once authorized, canceled or finished.',
     metadata: writeMeta('authorizeRefund'),
   },
   cancel: {

@@ -128,6 +128,36 @@ describe('live refunds on a real chain (onchain facilitator)', () => {
     expect(await transfersOf(r)).toBe(1);
   });
 
+  it('GIVEN the merchant carried the signed refund on chain himself WHEN authorized THEN it succeeds with that transaction and nothing more is sent; GIVEN the authorization canceled on chain THEN 402 NONCE_ALREADY_USED and the refund is canceled, its amount free', async () => {
+    const { orderId, buyer } = await paidOrder();
+    const carried = (await create({ order_id: orderId, amount: '2.00' })).body;
+    const sig = await signRefund(wallet, carried);
+    const m = carried.authorization_request!.typed_data.message;
+    const before = await chain.usdcBalance(buyer.address);
+    const hash = await chain.sendAuthorization({
+      chain: 'base',
+      payTo: m.to,
+      amountBaseUnits: m.value,
+      authorization: { from: m.from, to: m.to, value: m.value, validAfter: m.validAfter, validBefore: m.validBefore, nonce: m.nonce },
+      signature: sig,
+    });
+    expect((await chain.client.waitForTransactionReceipt({ hash })).status).toBe('success');
+    const done = await authorize(carried.id, sig);
+    expect(done.status, done.text).toBe(200);
+    expect(done.body).toMatchObject({ status: 'succeeded', transaction: hash });
+    expect(await chain.usdcBalance(buyer.address)).toBe(before + 2_000_000n);
+    expect(await transfersOf(carried)).toBe(1);
+
+    const canceled = (await create({ order_id: orderId, amount: '3.00' })).body;
+    const cancelHash = await chain.cancelAuthorization(wallet, canceled.authorization_request!.typed_data.message.nonce as Hex);
+    await chain.client.waitForTransactionReceipt({ hash: cancelHash });
+    expectError(await authorize(canceled.id, await signRefund(wallet, canceled)), 402, 'NONCE_ALREADY_USED');
+    expect((await app.request<Refund>('GET', `/v1/refunds/${canceled.id}`, { key })).body).toMatchObject({ status: 'canceled', failure: { reason_codes: ['NONCE_ALREADY_USED'] } });
+    expect(await chain.usdcBalance(buyer.address)).toBe(before + 2_000_000n);
+    expect((await create({ order_id: orderId })).body.amount).toBe('10.00');
+    expect(await eventsOf(canceled.id)).toEqual(['refund.created']);
+  });
+
   it('GIVEN a transfer still in the pool when the wait ends WHEN authorized THEN 202 pending, and the settlement worker finishes it from the chain once', async () => {
     const { orderId, buyer } = await paidOrder();
     const r = (await create({ order_id: orderId, amount: '1.00' })).body;

@@ -276,6 +276,11 @@ export async function authorizeRefund(ctx: AuthedCtx, id: string, signature: str
     // Refused before anything was sent: the refund stays authorizable (fund the wallet and sign again).
     if (verified.code === 'SIGNER_MISMATCH') throw new ApiError('SIGNER_MISMATCH', verified.human, { status: 422 });
     if (verified.code === 'PAYMENT_EXPIRED') throw new ApiError('REFUND_AUTHORIZATION_EXPIRED', verified.human);
+    if (verified.code === 'NONCE_ALREADY_USED') {
+      // The merchant canceled the authorization on chain, or spent its nonce otherwise: it can never move now.
+      await cancelInTransaction(services, r0.id, 'NONCE_ALREADY_USED', verified.human);
+      throw new ApiError('NONCE_ALREADY_USED', `${verified.human} Refund ${r0.id} is canceled; create a new one.`);
+    }
     throw new ApiError(verified.code, verified.human);
   }
 
@@ -426,23 +431,24 @@ export async function resolveRefund(services: Services, refundId: string, outcom
 
 // ---- cancel, lapse ----
 
-async function cancelInTransaction(services: Services, refundId: string, code: ReasonCode | null): Promise<RefundRow | null> {
+async function cancelInTransaction(services: Services, refundId: string, code: ReasonCode, human?: string): Promise<RefundRow | null> {
   return services.orm.em.fork().transactional(async (tx) => {
     const r = await lockRefundRow(tx, refundId);
     if (!r || r.status !== 'requires_authorization') return r;
-    cancel(r, code, services.now());
+    cancel(r, services.now(), { code, human: human ?? `The authorization window closed (validBefore ${r.validBefore}) without a signature; create a new refund.` });
     await tx.flush();
     return r;
   });
 }
 
-function cancel(r: RefundRow, code: ReasonCode | null, now: Date) {
+/** requires_authorization → canceled; `why` when the service canceled it (window lapsed, nonce spent), none when the merchant did. */
+function cancel(r: RefundRow, now: Date, why?: { code: ReasonCode; human: string }) {
   r.status = 'canceled';
   r.updatedAt = now;
   r.resolvedAt = now;
-  if (code) {
-    r.failureCode = code;
-    r.failureHuman = `The authorization window closed (validBefore ${r.validBefore}) without a signature; create a new refund.`;
+  if (why) {
+    r.failureCode = why.code;
+    r.failureHuman = why.human;
   }
 }
 
@@ -451,7 +457,7 @@ export async function cancelRefund(ctx: AuthedCtx, id: string): Promise<Refund> 
   return ctx.em.transactional(async (tx) => {
     const r = await scopedRefund(tx, ctx.auth, id, true);
     if (r.status === 'requires_authorization') {
-      cancel(r, null, ctx.services.now());
+      cancel(r, ctx.services.now());
       await tx.flush();
     } else if (r.status !== 'canceled') {
       throw new ApiError('REFUND_NOT_AUTHORIZABLE', `Refund ${r.id} is ${r.status}: only a refund awaiting authorization can be canceled.`);
