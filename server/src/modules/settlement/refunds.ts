@@ -238,10 +238,10 @@ export async function createRefund(ctx: AuthedCtx, body: CreateRefundBody): Prom
 export type AuthorizeOutcome = { status: 200 | 202; body: Refund };
 
 /**
- * POST /v1/refunds/{id}/authorize. Checked before anything is written or sent: the signature
- * recovers to the authorization's `from` with the payments' canonical rules (422 SIGNER_MISMATCH),
- * the window is open (410 REFUND_AUTHORIZATION_EXPIRED, the refund canceled), and the facilitator's
- * own verification (402 INSUFFICIENT_FUNDS; the refund stays authorizable). Then the three phases.
+ * POST /v1/refunds/{id}/authorize. Checked before anything is written or sent (`refuse` answers
+ * a refusal): the signature recovers to the authorization's `from` over exactly the stored fields
+ * with the payments' canonical rules (lib/eip3009 `checkAuthorization`), the window is open, and
+ * the facilitator's own verification passes. Then the three phases.
  */
 export async function authorizeRefund(ctx: AuthedCtx, id: string, signature: string): Promise<AuthorizeOutcome> {
   const { auth, services } = ctx;
@@ -260,29 +260,10 @@ export async function authorizeRefund(ctx: AuthedCtx, id: string, signature: str
     nowSec,
     signers: services.signers,
   });
-  if (!check.ok) {
-    if (check.code === 'PAYMENT_EXPIRED') {
-      await cancelInTransaction(services, r0.id, 'REFUND_AUTHORIZATION_EXPIRED');
-      throw new ApiError('REFUND_AUTHORIZATION_EXPIRED', `The authorization of refund ${r0.id} expired (validBefore ${r0.validBefore}); the refund is canceled, create a new one.`);
-    }
-    if (check.code === 'SIGNER_MISMATCH' || check.code === 'PAYMENT_MALFORMED') {
-      throw new ApiError('SIGNER_MISMATCH', `${check.human.replace(/^payment\./, '')} Sign authorization_request.typed_data with the key of its message.from ${r0.fromAddress}.`, { status: 422 });
-    }
-    throw new ApiError(check.code, check.human);
-  }
+  if (!check.ok) return refuse(services, r0, check);
   const facilitator = facilitatorFor(services.facilitators, r0.livemode);
   const verified = await facilitator.verify({ ...proof, authorization: check.authorization, signature: check.signature }, nowSec);
-  if (!verified.ok) {
-    // Refused before anything was sent: the refund stays authorizable (fund the wallet and sign again).
-    if (verified.code === 'SIGNER_MISMATCH') throw new ApiError('SIGNER_MISMATCH', verified.human, { status: 422 });
-    if (verified.code === 'PAYMENT_EXPIRED') throw new ApiError('REFUND_AUTHORIZATION_EXPIRED', verified.human);
-    if (verified.code === 'NONCE_ALREADY_USED') {
-      // The merchant canceled the authorization on chain, or spent its nonce otherwise: it can never move now.
-      await cancelInTransaction(services, r0.id, 'NONCE_ALREADY_USED', verified.human);
-      throw new ApiError('NONCE_ALREADY_USED', `${verified.human} Refund ${r0.id} is canceled; create a new one.`);
-    }
-    throw new ApiError(verified.code, verified.human);
-  }
+  if (!verified.ok) return refuse(services, r0, verified);
 
   // Phase 1: pending, with the signature and a lease, in one short transaction.
   const now = services.now();
@@ -303,6 +284,32 @@ export async function authorizeRefund(ctx: AuthedCtx, id: string, signature: str
     return sameSignatureOrConflict(again, verified.proof.signature);
   }
   return driveRefund(services, pending.id, verified.proof, facilitator, ctx);
+}
+
+/**
+ * A refusal before anything was sent, as the refund routes answer it. The signature's own checks
+ * and the facilitator's verification (its simulation, live) refuse with the payments' codes: a
+ * wrong signer or a malformed signature is 422 SIGNER_MISMATCH and the refund stays authorizable
+ * (sign again); an expired window cancels it (410); a nonce canceled or spent on chain cancels it
+ * (402 NONCE_ALREADY_USED: it can never move); anything else (INSUFFICIENT_FUNDS: fund the wallet)
+ * leaves it authorizable with the registry's status.
+ */
+async function refuse(services: Services, r: RefundRow, refusal: { code: ReasonCode; human: string }): Promise<never> {
+  switch (refusal.code) {
+    case 'SIGNER_MISMATCH':
+    case 'PAYMENT_MALFORMED':
+      throw new ApiError('SIGNER_MISMATCH', `${refusal.human.replace(/^payment\./, '')} Sign authorization_request.typed_data with the key of its message.from ${r.fromAddress}.`, {
+        status: 422,
+      });
+    case 'PAYMENT_EXPIRED':
+      await cancelInTransaction(services, r.id, 'REFUND_AUTHORIZATION_EXPIRED');
+      throw new ApiError('REFUND_AUTHORIZATION_EXPIRED', `The authorization of refund ${r.id} expired (validBefore ${r.validBefore}); the refund is canceled, create a new one.`);
+    case 'NONCE_ALREADY_USED':
+      await cancelInTransaction(services, r.id, 'NONCE_ALREADY_USED', refusal.human);
+      throw new ApiError('NONCE_ALREADY_USED', `${refusal.human} Refund ${r.id} is canceled; create a new one.`);
+    default:
+      throw new ApiError(refusal.code, refusal.human);
+  }
 }
 
 /** A refund already past requires_authorization: the same signature answers where it stands; anything else is 409. */
