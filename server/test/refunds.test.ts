@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader } from 'jose';
 import type { Hex } from 'viem';
@@ -164,7 +165,7 @@ describe('refunds', () => {
     expect(await orderOf(extra)).toMatchObject({ amount_refunded: '12.00', refund_status: 'full' });
   });
 
-  it('GIVEN held, rejected and mock-rail orders WHEN refunded THEN 409 ORDER_NOT_REFUNDABLE; another project or mode gets 404', async () => {
+  it('GIVEN held, rejected, mock-rail and ingested orders WHEN refunded THEN 409 ORDER_NOT_REFUNDABLE; another project or mode gets 404', async () => {
     const held = await publishedMerchant(app, { policy: { holdForReviewBelowTier: 'standard', requireMandateOverUsd: null } });
     const hs = await openSession(app, held.base, [{ sku: 'coffee', qty: 1 }]);
     const heldRes = await payX402(app, held.base, hs, newBuyer());
@@ -183,6 +184,24 @@ describe('refunds', () => {
     const mockPaid = await app.request('POST', `${shop.base}/agent/checkout/${ms.id}/settle`, { body: { payment: { mock: true } } });
     expect(mockPaid.status, mockPaid.text).toBe(200);
     expectError(await create({ order_id: mockPaid.body.order_id }), 409, 'ORDER_NOT_REFUNDABLE');
+
+    // An order reported through ingest, with a well-formed receipt: accepted, but not settled here.
+    const b64u = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const session = {
+      id: `sess_ext_${randomUUID()}`,
+      merchantId: shop.merchant.id,
+      agentId: randomUUID(),
+      state: 'accepted',
+      verdict: { decision: 'accept', tier: 'standard', reasonCodes: ['OK'] },
+      total: { currency: 'USD', subtotal: '4.50', tax: '0.00', total: '4.50' },
+      lines: [{ sku: 'coffee', qty: 1 }],
+      railName: 'x402',
+    };
+    const receipt = `${b64u({ alg: 'EdDSA', kid: 'k1' })}.${b64u({ sub: 'rcpt_1', sessionId: session.id })}.${b64u('sig')}`;
+    const ingested = await app.request('POST', '/v1/ingest/order', { key: shop.key, body: { session, receipt, settlement: { reference: '0x1' } } });
+    expect(ingested.status, ingested.text).toBe(201);
+    const [ingestedOrder] = await sql<{ id: string }>(app, 'select id from orders where session_id = ?', [session.id]);
+    expectError(await create({ order_id: ingestedOrder!.id }), 409, 'ORDER_NOT_REFUNDABLE');
 
     const { orderId } = await paidOrder();
     const other = await app.key('test');
