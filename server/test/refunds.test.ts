@@ -6,6 +6,9 @@ import type { PrivateKeyAccount } from 'viem/accounts';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES, type Refund } from '@svc/contract';
 import { MockFacilitator } from '../src/rails/index.js';
 import { startSettlementWorker } from '../src/modules/settlement/reconciler.js';
+import { startWebhookWorker } from '../src/modules/webhooks/worker.js';
+import { verifyWebhook } from '@svc/sdk';
+import { createEndpoint, Receiver } from './helpers/webhooks.js';
 import { newBuyer, publishedMerchant } from './helpers/agent.js';
 import { openSession, payX402 } from './helpers/agent-protocol.js';
 import { expectError, sql } from './helpers/foundation.js';
@@ -353,6 +356,28 @@ describe('refunds', () => {
     expect(event.data.object).not.toHaveProperty('authorization_request');
     const detail = await app.request('GET', `/v1/events/${event.id}`, { key: shop.key });
     expect(detail.status, detail.text).toBe(200);
+  });
+
+  it('GIVEN an endpoint subscribed to refund.succeeded WHEN a refund succeeds THEN it receives exactly that event, signed like the order events, with the refund as data.object', async () => {
+    const receiver = await Receiver.start();
+    const worker = startWebhookWorker(app.services, { pollIntervalMs: 50 });
+    try {
+      const ep = await createEndpoint(app, shop.key, receiver.url('/refunds'), ['refund.succeeded']);
+      const { orderId } = await paidOrder();
+      const r = (await create({ order_id: orderId, amount: '1.50', reason: 'duplicate' })).body;
+      const done = await authorize(r.id, await signRefund(wallet, r));
+      const [hit] = await receiver.waitForHits(1, '/refunds');
+      expect(verifyWebhook(hit!.raw, String(hit!.headers['svc-signature']), ep.secret).ok).toBe(true);
+      const event = JSON.parse(hit!.raw.toString('utf8'));
+      expect(Object.keys(event)).toEqual(['id', 'type', 'created', 'livemode', 'api_version', 'data']);
+      expect(event).toMatchObject({ type: 'refund.succeeded', livemode: false, api_version: 'v1' });
+      expect(event.data.object).toMatchObject({ id: r.id, order_id: orderId, status: 'succeeded', amount: '1.50', currency: 'USD', reason: 'duplicate', transaction: done.body.transaction, livemode: false });
+      await new Promise((res) => setTimeout(res, 300));
+      expect(receiver.hits.filter((h) => h.path === '/refunds')).toHaveLength(1);
+    } finally {
+      await worker.stop();
+      await receiver.close();
+    }
   });
 
   it('GIVEN the refunds trigger WHEN a write would pass the capture behind the service\'s back THEN the database refuses it', async () => {
