@@ -107,11 +107,6 @@ export function fromBaseUnits(baseUnits: string, decimals = 6, minScale = 2): st
   return formatAtScale(new D(baseUnits).dividedBy(new D(10).pow(decimals)), minScale);
 }
 
-/** a - b, exact, shown at the larger scale of the two inputs. */
-export function subtractDecimal(a: string, b: string): string {
-  return toDecimal(a).minus(toDecimal(b)).toFixed(Math.max(placesOf(a), placesOf(b)));
-}
-
 export function compareDecimal(a: string, b: string): -1 | 0 | 1 {
   return toDecimal(a).comparedTo(toDecimal(b)) as -1 | 0 | 1;
 }
