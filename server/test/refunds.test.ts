@@ -168,13 +168,22 @@ describe('refunds', () => {
     expect(await orderOf(extra)).toMatchObject({ amount_refunded: '12.00', refund_status: 'full' });
   });
 
-  it('GIVEN held, rejected, mock-rail and ingested orders WHEN refunded THEN 409 ORDER_NOT_REFUNDABLE; another project or mode gets 404', async () => {
-    const held = await publishedMerchant(app, { policy: { holdForReviewBelowTier: 'standard', requireMandateOverUsd: null } });
+  it('GIVEN held, rejected, mock-rail and ingested orders WHEN refunded THEN 409 ORDER_NOT_REFUNDABLE (a hold once approved is refundable); another project or mode gets 404', async () => {
+    const held = await publishedMerchant(app, {
+      policy: { holdForReviewBelowTier: 'standard', requireMandateOverUsd: null },
+      merchant: { receiving: { x402: { chain: 'base-sepolia', address: wallet.address }, mock: { account: 'acct_test' } } },
+    });
     const hs = await openSession(app, held.base, [{ sku: 'coffee', qty: 1 }]);
     const heldRes = await payX402(app, held.base, hs, newBuyer());
     expect(heldRes.res.status, heldRes.res.text).toBe(202);
     const [heldOrder] = await sql<{ id: string }>(app, 'select id from orders where session_id = ?', [hs.id]);
     expectError(await create({ order_id: heldOrder!.id }, held.key), 409, 'ORDER_NOT_REFUNDABLE');
+    // Once the merchant approves the hold, the order is accepted and settled: it can be refunded.
+    const approved = await app.request('POST', `/v1/sessions/${hs.id}/approve`, { key: held.key });
+    expect(approved.status, approved.text).toBe(200);
+    const afterApproval = await create({ order_id: heldOrder!.id }, held.key);
+    expect(afterApproval.status, afterApproval.text).toBe(201);
+    expect((await authorize(afterApproval.body.id, await signRefund(wallet, afterApproval.body), held.key)).body).toMatchObject({ status: 'succeeded', amount: '4.50' });
 
     const capped = await publishedMerchant(app, { policy: { maxPerTransactionUsd: 1 } });
     const cs = await openSession(app, capped.base, [{ sku: 'beans', qty: 1 }]);
