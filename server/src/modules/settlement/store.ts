@@ -178,9 +178,6 @@ export async function countAttemptsByStatus(em: Em): Promise<Record<string, numb
 
 // ---- refunds (docs/settlement.md "Refunds") ----
 
-/** The refund states that hold part of a capture: awaiting a signature, on the way, or done. */
-export const RESERVING_REFUND_STATES = ['requires_authorization', 'pending', 'succeeded'] as const;
-
 /**
  * A settled capture, locked FOR NO KEY UPDATE until the transaction ends: the lock the
  * `refunds_within_capture` trigger takes too, so one capture's refund writers run one at a time
@@ -194,7 +191,7 @@ export async function lockSettledCapture(tx: Em, attemptId: string): Promise<Att
   return row ? tx.map(SettlementAttemptEntity, row) : undefined;
 }
 
-/** Base units of the capture's refunds that awaiting, pending or succeeded (an integer string). */
+/** Base units of the capture's refunds that hold part of it: awaiting a signature, pending or succeeded (an integer string). */
 export async function reservedRefundBaseUnits(tx: Em, attemptId: string): Promise<string> {
   const [row] = await tx.execute<Array<{ n: string }>>(
     `select coalesce(sum(amount_base_units), 0)::text as n from refunds where settlement_attempt_id = ? and status in ('requires_authorization', 'pending', 'succeeded')`,
