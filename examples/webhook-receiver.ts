@@ -41,7 +41,12 @@ app.post('/webhooks', express.raw({ type: 'application/json', limit: '1mb' }), (
     // Fulfil here: ship the goods, grant access. A hosted order.settled is the only "go" signal.
   }
   // webhook_endpoint.test (POST /v1/webhooks/endpoints/{id}/test) names the endpoint, not an order: acknowledge it.
-  const about = event.type === 'webhook_endpoint.test' ? { endpoint_id: event.data.object.id } : { order_id: event.data.object.id, source: event.data.object.source };
+  const about =
+    event.type === 'webhook_endpoint.test'
+      ? { endpoint_id: event.data.object.id }
+      : event.type.startsWith('refund.') && 'order_id' in event.data.object
+        ? { refund_id: event.data.object.id, order_id: event.data.object.order_id }
+        : { order_id: event.data.object.id, source: 'source' in event.data.object ? event.data.object.source : null };
   console.log(JSON.stringify({ received: event.type, event_id: event.id, ...about, delivery_id: req.header('svc-delivery-id') ?? null, duplicate }));
   res.status(200).json({ received: true, duplicate });
 });

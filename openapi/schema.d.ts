@@ -895,6 +895,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List refunds, newest first
+         * @description Auth: API key (Bearer) with scope `refunds:read`, or a signed-in member's session cookie.
+         */
+        get: operations["listRefunds"];
+        put?: never;
+        /**
+         * Create a refund of an accepted order; answers the typed data to sign
+         * @description Idempotency-Key honoured. The refund starts requires_authorization with authorization_request: the EIP-3009 TransferWithAuthorization from the merchant's receiving address to the payer, valid about 10 minutes. 409 ORDER_NOT_REFUNDABLE for an order without a settlement (held, rejected, ingested); 422 REFUND_EXCEEDS_REMAINING when the refunds awaiting, pending and succeeded would pass what the order captured.
+         *
+         *     Auth: API key (Bearer) with scope `refunds:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
+         */
+        post: operations["createRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a refund
+         * @description Auth: API key (Bearer) with scope `refunds:read`, or a signed-in member's session cookie.
+         */
+        get: operations["getRefund"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds/{id}/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the merchant's signature: the refund is carried to the chain
+         * @description Idempotency-Key honoured. 200 with the refund succeeded (or failed); 202 while the transfer is not confirmed (poll GET /v1/refunds/{id}). 422 SIGNER_MISMATCH when the signature does not recover to authorization_request.typed_data.message.from (nothing is sent); 410 REFUND_AUTHORIZATION_EXPIRED past validBefore; 402 INSUFFICIENT_FUNDS when the merchant wallet cannot pay (the refund stays authorizable); 402 NONCE_ALREADY_USED when the authorization was canceled or its nonce spent on chain (the refund is canceled); 503 FACILITATOR_UNAVAILABLE when nothing could be sent (the refund stays authorizable); 409 REFUND_NOT_AUTHORIZABLE once authorized, canceled or finished.
+         *
+         *     Auth: API key (Bearer) with scope `refunds:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
+         */
+        post: operations["authorizeRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a refund that was not authorized yet
+         * @description Auth: API key (Bearer) with scope `refunds:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
+         */
+        post: operations["cancelRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/reputation/agent/{agentId}": {
         parameters: {
             query?: never;
@@ -1173,7 +1261,7 @@ export interface components {
             /** @description The key that replaced this one in a roll. */
             rolled_to: string | null;
             /** @description Every scope: a standard key. Fewer: a restricted key. */
-            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
+            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "refunds:read" | "refunds:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
         };
         ApiKeyWithSecret: {
             /** @description ISO 8601 UTC timestamp */
@@ -1196,7 +1284,7 @@ export interface components {
             /** @description The key that replaced this one in a roll. */
             rolled_to: string | null;
             /** @description Every scope: a standard key. Fewer: a restricted key. */
-            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
+            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "refunds:read" | "refunds:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
             /** @description svc_test_… or svc_live_…: shown once, in this response only. */
             secret: string;
         };
@@ -1299,7 +1387,7 @@ export interface components {
             /** @description One line for humans; never parse it. */
             error_human: string;
             /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "METHOD_NOT_ALLOWED" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
+            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "METHOD_NOT_ALLOWED" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "ORDER_NOT_REFUNDABLE" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REFUND_AUTHORIZATION_EXPIRED" | "REFUND_EXCEEDS_REMAINING" | "REFUND_NOT_AUTHORIZABLE" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
         };
         Jwks: {
             keys: components["schemas"]["PublicJwk"][];
@@ -1420,6 +1508,8 @@ export interface components {
         };
         Order: {
             agent_id: string;
+            /** @description Exact decimal string in the order's currency: the sum of its succeeded refunds ("0.00" when none). */
+            amount_refunded: string;
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
             /** @enum {string} */
@@ -1431,6 +1521,11 @@ export interface components {
             merchant_id: string;
             rail_name: string;
             receipt_id?: string;
+            /**
+             * @description none, partial, or full (the succeeded refunds reach the order total).
+             * @enum {string}
+             */
+            refund_status: "none" | "partial" | "full";
             session_id: string;
             settlement_ref?: string;
             /**
@@ -1635,6 +1730,159 @@ export interface components {
                 chain: "base" | "base-sepolia";
             };
         };
+        Refund: {
+            /** @description Exact decimal string in the order's currency: the amount asked, rounded down to a whole base unit. */
+            amount: string;
+            /** @description The refund in token base units, an integer string. */
+            amount_base_units: string;
+            /** @description While requires_authorization: the typed data to sign and the call to send the signature to. */
+            authorization_request: {
+                /** @description The call that takes the signature: POST /v1/refunds/{id}/authorize. */
+                next: string;
+                typed_data: {
+                    domain: {
+                        chainId: number;
+                        name: string;
+                        verifyingContract: string;
+                        version: string;
+                    };
+                    message: {
+                        /** @description The merchant's receiving address the order was paid to (the signer). */
+                        from: string;
+                        /** @description 0x-prefixed 32 bytes hex, fresh and random. */
+                        nonce: string;
+                        /** @description The address that paid the order. */
+                        to: string;
+                        /** @description Unix seconds. */
+                        validAfter: number;
+                        /** @description Unix seconds; the refund is canceled when it passes unsigned. */
+                        validBefore: number;
+                        /** @description The refund in token base units (USDC: 6 decimals), an integer string. */
+                        value: string;
+                    };
+                    /** @enum {string} */
+                    primaryType: "TransferWithAuthorization";
+                    types: {
+                        TransferWithAuthorization: {
+                            name: string;
+                            type: string;
+                        }[];
+                    };
+                };
+            } | null;
+            /** @enum {string} */
+            chain: "base" | "base-sepolia";
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            currency: string;
+            /** @description Why the refund failed (status failed) or was canceled. */
+            failure: {
+                /** @description One line for humans; never parse it. */
+                error_human: string;
+                /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                reason_codes: string[];
+            } | null;
+            /** @description Id with prefix re_ */
+            id: string;
+            livemode: boolean;
+            merchant_id: string;
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+            order_id: string;
+            /** @enum {string|null} */
+            reason: "requested_by_customer" | "duplicate" | "fraudulent" | "other" | null;
+            /** @description Once succeeded: a compact JWS (EdDSA, typ svc-refund-receipt+jws) signed with the merchant receipt key; verify it against the merchant JWKS. */
+            receipt: string | null;
+            /**
+             * @description requires_authorization: waiting for the merchant's signature (authorization_request); pending: signed and on its way to the chain; succeeded: the transfer is mined (transaction); failed: the transfer did not happen (failure); canceled: canceled, or the authorization window lapsed unused.
+             * @enum {string}
+             */
+            status: "requires_authorization" | "pending" | "succeeded" | "failed" | "canceled";
+            /** @description The transaction hash of the transfer once succeeded. */
+            transaction: string | null;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
+        };
+        RefundEventObject: {
+            /** @description Exact decimal string in the order's currency: the amount asked, rounded down to a whole base unit. */
+            amount: string;
+            /** @description The refund in token base units, an integer string. */
+            amount_base_units: string;
+            /** @enum {string} */
+            chain: "base" | "base-sepolia";
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            currency: string;
+            /** @description Why the refund failed (status failed) or was canceled. */
+            failure: {
+                /** @description One line for humans; never parse it. */
+                error_human: string;
+                /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
+                reason_codes: string[];
+            } | null;
+            /** @description Id with prefix re_ */
+            id: string;
+            livemode: boolean;
+            merchant_id: string;
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+            order_id: string;
+            /** @enum {string|null} */
+            reason: "requested_by_customer" | "duplicate" | "fraudulent" | "other" | null;
+            /** @description Once succeeded: a compact JWS (EdDSA, typ svc-refund-receipt+jws) signed with the merchant receipt key; verify it against the merchant JWKS. */
+            receipt: string | null;
+            /**
+             * @description requires_authorization: waiting for the merchant's signature (authorization_request); pending: signed and on its way to the chain; succeeded: the transfer is mined (transaction); failed: the transfer did not happen (failure); canceled: canceled, or the authorization window lapsed unused.
+             * @enum {string}
+             */
+            status: "requires_authorization" | "pending" | "succeeded" | "failed" | "canceled";
+            /** @description The transaction hash of the transfer once succeeded. */
+            transaction: string | null;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
+        };
+        RefundWebhookEvent: {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["RefundEventObject"];
+            };
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "refund.created";
+        } | {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["RefundEventObject"];
+            };
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "refund.succeeded";
+        } | {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["RefundEventObject"];
+            };
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "refund.failed";
+        };
         ReplayResult: {
             deliveries: {
                 /** @description Id with prefix whk_ */
@@ -1763,7 +2011,7 @@ export interface components {
             updated_at: string;
             url: string;
         };
-        WebhookEvent: components["schemas"]["OrderWebhookEvent"] | components["schemas"]["EndpointTestWebhookEvent"];
+        WebhookEvent: components["schemas"]["OrderWebhookEvent"] | components["schemas"]["RefundWebhookEvent"] | components["schemas"]["EndpointTestWebhookEvent"];
         WebhookEventDetail: {
             /** @enum {string} */
             api_version: "v1";
@@ -1810,6 +2058,144 @@ export interface components {
             livemode: boolean;
             /** @enum {string} */
             type: "order.accepted" | "order.settled" | "order.rejected" | "order.held";
+        } | {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["RefundEventObject"];
+            };
+            deliveries: {
+                attempt_count: number;
+                attempts: {
+                    attempt_number: number;
+                    /** @description ISO 8601 UTC timestamp */
+                    completed_at: string | null;
+                    /** @description ISO 8601 UTC timestamp */
+                    created_at: string;
+                    duration_ms: number | null;
+                    error: string | null;
+                    /** @description Sent as Svc-Delivery-Id. */
+                    id: string;
+                    response_status: number | null;
+                    /**
+                     * @description lost: the worker stopped before recording a result; the attempt was sent again after its lease expired.
+                     * @enum {string}
+                     */
+                    status: "in_progress" | "succeeded" | "failed" | "lost";
+                }[];
+                /** @description ISO 8601 UTC timestamp */
+                created_at: string;
+                /** @description Id with prefix whk_ */
+                endpoint_id: string;
+                /** @description ISO 8601 UTC timestamp */
+                next_attempt_at: string | null;
+                /** @description true when enqueued by POST /v1/events/{id}/replay. */
+                replay: boolean;
+                /**
+                 * @description failed is permanent (seven failed attempts); canceled: the endpoint was disabled or deleted.
+                 * @enum {string}
+                 */
+                status: "pending" | "succeeded" | "failed" | "canceled";
+            }[];
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "refund.created";
+        } | {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["RefundEventObject"];
+            };
+            deliveries: {
+                attempt_count: number;
+                attempts: {
+                    attempt_number: number;
+                    /** @description ISO 8601 UTC timestamp */
+                    completed_at: string | null;
+                    /** @description ISO 8601 UTC timestamp */
+                    created_at: string;
+                    duration_ms: number | null;
+                    error: string | null;
+                    /** @description Sent as Svc-Delivery-Id. */
+                    id: string;
+                    response_status: number | null;
+                    /**
+                     * @description lost: the worker stopped before recording a result; the attempt was sent again after its lease expired.
+                     * @enum {string}
+                     */
+                    status: "in_progress" | "succeeded" | "failed" | "lost";
+                }[];
+                /** @description ISO 8601 UTC timestamp */
+                created_at: string;
+                /** @description Id with prefix whk_ */
+                endpoint_id: string;
+                /** @description ISO 8601 UTC timestamp */
+                next_attempt_at: string | null;
+                /** @description true when enqueued by POST /v1/events/{id}/replay. */
+                replay: boolean;
+                /**
+                 * @description failed is permanent (seven failed attempts); canceled: the endpoint was disabled or deleted.
+                 * @enum {string}
+                 */
+                status: "pending" | "succeeded" | "failed" | "canceled";
+            }[];
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "refund.succeeded";
+        } | {
+            /** @enum {string} */
+            api_version: "v1";
+            /** @description Unix seconds. */
+            created: number;
+            data: {
+                object: components["schemas"]["RefundEventObject"];
+            };
+            deliveries: {
+                attempt_count: number;
+                attempts: {
+                    attempt_number: number;
+                    /** @description ISO 8601 UTC timestamp */
+                    completed_at: string | null;
+                    /** @description ISO 8601 UTC timestamp */
+                    created_at: string;
+                    duration_ms: number | null;
+                    error: string | null;
+                    /** @description Sent as Svc-Delivery-Id. */
+                    id: string;
+                    response_status: number | null;
+                    /**
+                     * @description lost: the worker stopped before recording a result; the attempt was sent again after its lease expired.
+                     * @enum {string}
+                     */
+                    status: "in_progress" | "succeeded" | "failed" | "lost";
+                }[];
+                /** @description ISO 8601 UTC timestamp */
+                created_at: string;
+                /** @description Id with prefix whk_ */
+                endpoint_id: string;
+                /** @description ISO 8601 UTC timestamp */
+                next_attempt_at: string | null;
+                /** @description true when enqueued by POST /v1/events/{id}/replay. */
+                replay: boolean;
+                /**
+                 * @description failed is permanent (seven failed attempts); canceled: the endpoint was disabled or deleted.
+                 * @enum {string}
+                 */
+                status: "pending" | "succeeded" | "failed" | "canceled";
+            }[];
+            /** @description Id with prefix evt_ */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            type: "refund.failed";
         } | {
             /** @enum {string} */
             api_version: "v1";
@@ -3054,7 +3440,7 @@ export interface operations {
                             /** @description The key that replaced this one in a roll. */
                             rolled_to: string | null;
                             /** @description Every scope: a standard key. Fewer: a restricted key. */
-                            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
+                            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "refunds:read" | "refunds:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
                             /** @description svc_test_… or svc_live_…: shown once, in this response only. */
                             secret: string;
                         };
@@ -4116,7 +4502,7 @@ export interface operations {
                 limit?: number;
                 /** @description The previous page's next_cursor. */
                 cursor?: string;
-                type?: "order.accepted" | "order.settled" | "order.rejected" | "order.held" | "webhook_endpoint.test";
+                type?: "order.accepted" | "order.settled" | "order.rejected" | "order.held" | "refund.created" | "refund.succeeded" | "refund.failed" | "webhook_endpoint.test";
                 /** @description Only the events of this order (data.object.id). */
                 order_id?: string;
             };
@@ -5062,7 +5448,7 @@ export interface operations {
                     mode: "test" | "live";
                     name?: string | null;
                     /** @description Default: every scope of the caller. A key can never mint a scope it does not hold (403 INSUFFICIENT_SCOPE). */
-                    scopes?: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
+                    scopes?: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "refunds:read" | "refunds:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
                 };
             };
         };
@@ -5407,7 +5793,7 @@ export interface operations {
                             /** @enum {string} */
                             mode: "test" | "live";
                             name: string | null;
-                            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
+                            scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "refunds:read" | "refunds:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
                         } | null;
                         livemode: boolean;
                         project: {
@@ -6442,6 +6828,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "agent_id": "3f1b6c2e-8d4a-4f7e-9b1c-2a5d7e9f0b13",
+                     *           "amount_refunded": "10.00",
                      *           "created_at": "2026-11-21T10:05:00.000Z",
                      *           "decision": "accept",
                      *           "id": "ord_01jz0cf9t1v3x5z7b9d1f3h5k7",
@@ -6450,6 +6837,7 @@ export interface operations {
                      *           "merchant_id": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a",
                      *           "rail_name": "x402",
                      *           "receipt_id": "rcpt_01jz0cf9t2w4y6a8c0e2g4j6m8",
+                     *           "refund_status": "partial",
                      *           "session_id": "sess_01jz0cd7r9t1v3x5z7b9d1f3h5",
                      *           "settlement_ref": "0x9e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f0e1d",
                      *           "source": "hosted",
@@ -7575,6 +7963,694 @@ export interface operations {
             };
         };
     };
+    listRefunds: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The previous page's next_cursor. */
+                cursor?: string;
+                /** @description Only the refunds of this order. */
+                order_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Refund"][];
+                        has_more: boolean;
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount": "10.00",
+                 *       "order_id": "ord_01jz0cf9t1v3x5z7b9d1f3h5k7",
+                 *       "reason": "requested_by_customer"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Default: what the order has not refunded yet (captured minus pending, succeeded and awaiting refunds). */
+                    amount?: string;
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                    order_id: string;
+                    /** @enum {string} */
+                    reason?: "requested_by_customer" | "duplicate" | "fraudulent" | "other";
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "amount": "10.00",
+                     *       "amount_base_units": "10000000",
+                     *       "authorization_request": {
+                     *         "next": "POST /v1/refunds/re_01jz0d2a4c6e8g0j2m4p6r8t0v/authorize",
+                     *         "typed_data": {
+                     *           "domain": {
+                     *             "chainId": 84532,
+                     *             "name": "USDC",
+                     *             "verifyingContract": "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+                     *             "version": "2"
+                     *           },
+                     *           "message": {
+                     *             "from": "0x1111111111111111111111111111111111111111",
+                     *             "nonce": "0x5f2a9c1e7b3d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c6e8b0d2f4a",
+                     *             "to": "0x2222222222222222222222222222222222222222",
+                     *             "validAfter": 1795255440,
+                     *             "validBefore": 1795256100,
+                     *             "value": "10000000"
+                     *           },
+                     *           "primaryType": "TransferWithAuthorization",
+                     *           "types": {
+                     *             "TransferWithAuthorization": [
+                     *               {
+                     *                 "name": "from",
+                     *                 "type": "address"
+                     *               },
+                     *               {
+                     *                 "name": "to",
+                     *                 "type": "address"
+                     *               },
+                     *               {
+                     *                 "name": "value",
+                     *                 "type": "uint256"
+                     *               },
+                     *               {
+                     *                 "name": "validAfter",
+                     *                 "type": "uint256"
+                     *               },
+                     *               {
+                     *                 "name": "validBefore",
+                     *                 "type": "uint256"
+                     *               },
+                     *               {
+                     *                 "name": "nonce",
+                     *                 "type": "bytes32"
+                     *               }
+                     *             ]
+                     *           }
+                     *         }
+                     *       },
+                     *       "chain": "base-sepolia",
+                     *       "created_at": "2026-11-21T11:04:00.000Z",
+                     *       "currency": "USD",
+                     *       "failure": null,
+                     *       "id": "re_01jz0d2a4c6e8g0j2m4p6r8t0v",
+                     *       "livemode": false,
+                     *       "merchant_id": "mrch_01jz0c8q4m6w3v9r2t5y7x1k0a",
+                     *       "metadata": null,
+                     *       "order_id": "ord_01jz0cf9t1v3x5z7b9d1f3h5k7",
+                     *       "reason": "requested_by_customer",
+                     *       "receipt": null,
+                     *       "status": "requires_authorization",
+                     *       "transaction": null,
+                     *       "updated_at": "2026-11-21T11:04:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_human": "The refund would take the order's awaiting, pending and succeeded refunds past what the order captured.",
+                     *       "reason_codes": [
+                     *         "REFUND_EXCEEDS_REMAINING"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRefund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id with prefix re_; an unknown id of any shape is 404 NOT_FOUND. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    authorizeRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Id with prefix re_; an unknown id of any shape is 404 NOT_FOUND. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Body */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 0x-prefixed 65-byte signature of authorization_request.typed_data by its message.from. */
+                    signature: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payment Required */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. A repeat of the same request with the same key within 24 hours replays the first response (with header Idempotent-Replayed: true); the same key with a different request is 409 IDEMPOTENCY_KEY_REUSED; a repeat while the first is still running is 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description Id with prefix re_; an unknown id of any shape is 404 NOT_FOUND. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Present (value true) when this response is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getAgentReputation: {
         parameters: {
             query?: never;
@@ -8324,8 +9400,8 @@ export interface operations {
                  */
                 "application/json": {
                     description?: string;
-                    /** @description Order event types to deliver, or ["*"] for all of them (webhook_endpoint.test is sent only on request, to the endpoint tested). */
-                    enabled_events: (("order.accepted" | "order.settled" | "order.rejected" | "order.held") | "*")[];
+                    /** @description Order and refund event types to deliver, or ["*"] for all of them (webhook_endpoint.test is sent only on request, to the endpoint tested). */
+                    enabled_events: (("order.accepted" | "order.settled" | "order.rejected" | "order.held") | ("refund.created" | "refund.succeeded" | "refund.failed") | "*")[];
                     /** @description https URL (test mode also allows http to a loopback address). */
                     url: string;
                 };
@@ -8649,8 +9725,8 @@ export interface operations {
                     description?: string | null;
                     /** @description true disables the endpoint (no deliveries; pending ones are canceled); false re-enables it. */
                     disabled?: boolean;
-                    /** @description Order event types to deliver, or ["*"] for all of them (webhook_endpoint.test is sent only on request, to the endpoint tested). */
-                    enabled_events?: (("order.accepted" | "order.settled" | "order.rejected" | "order.held") | "*")[];
+                    /** @description Order and refund event types to deliver, or ["*"] for all of them (webhook_endpoint.test is sent only on request, to the endpoint tested). */
+                    enabled_events?: (("order.accepted" | "order.settled" | "order.rejected" | "order.held") | ("refund.created" | "refund.succeeded" | "refund.failed") | "*")[];
                     /** @description https URL (test mode also allows http to a loopback address). */
                     url?: string;
                 };

@@ -36,7 +36,59 @@ const PRODUCT = {
   updated_at: '2026-11-21T10:01:00.000Z',
 };
 
+
+const REFUND_EXAMPLE = {
+  id: 're_01jz0d2a4c6e8g0j2m4p6r8t0v',
+  order_id: 'ord_01jz0cf9t1v3x5z7b9d1f3h5k7',
+  merchant_id: 'mrch_01jz0c8q4m6w3v9r2t5y7x1k0a',
+  status: 'requires_authorization',
+  amount: '10.00',
+  amount_base_units: '10000000',
+  currency: 'USD',
+  reason: 'requested_by_customer',
+  metadata: null,
+  chain: 'base-sepolia',
+  transaction: null,
+  receipt: null,
+  failure: null,
+  authorization_request: {
+    typed_data: {
+      domain: { name: 'USDC', version: '2', chainId: 84532, verifyingContract: '0x036CbD53842c5426634e7929541eC2318f3dCF7e' },
+      types: {
+        TransferWithAuthorization: [
+          { name: 'from', type: 'address' },
+          { name: 'to', type: 'address' },
+          { name: 'value', type: 'uint256' },
+          { name: 'validAfter', type: 'uint256' },
+          { name: 'validBefore', type: 'uint256' },
+          { name: 'nonce', type: 'bytes32' },
+        ],
+      },
+      primaryType: 'TransferWithAuthorization',
+      message: {
+        from: '0x1111111111111111111111111111111111111111',
+        to: '0x2222222222222222222222222222222222222222',
+        value: '10000000',
+        validAfter: 1795255440,
+        validBefore: 1795256100,
+        nonce: '0x5f2a9c1e7b3d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c6e8b0d2f4a',
+      },
+    },
+    next: 'POST /v1/refunds/re_01jz0d2a4c6e8g0j2m4p6r8t0v/authorize',
+  },
+  livemode: false,
+  created_at: '2026-11-21T11:04:00.000Z',
+  updated_at: '2026-11-21T11:04:00.000Z',
+};
+
 export const OPENAPI_EXAMPLES: Record<string, Example> = {
+  createRefund: {
+    request: { order_id: 'ord_01jz0cf9t1v3x5z7b9d1f3h5k7', amount: '10.00', reason: 'requested_by_customer' },
+    responses: {
+      '201': REFUND_EXAMPLE,
+      '422': { reason_codes: ['REFUND_EXCEEDS_REMAINING'], error_human: 'The refund would take the order\'s awaiting, pending and succeeded refunds past what the order captured.' },
+    },
+  },
   createMerchant: {
     request: {
       slug: 'acme-coffee',
@@ -165,6 +217,8 @@ export const OPENAPI_EXAMPLES: Record<string, Example> = {
             mandate_type: 'none',
             trust_tier: 'standard',
             livemode: false,
+            amount_refunded: '10.00',
+            refund_status: 'partial',
             created_at: '2026-11-21T10:05:00.000Z',
           },
         ],
@@ -240,6 +294,7 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   Policy: 'Versioned acceptance policies (every stored version listed), validation and publishing.',
   Receiving: 'Where settled funds land, per rail.',
   Reputation: 'Public agent and merchant reputation; never 404, never blocks.',
+  Refunds: 'Refunds of accepted orders: the merchant signs an EIP-3009 transfer back to the payer from its receiving wallet; the service carries it.',
   Webhooks: 'Signed webhook endpoints and the events delivered to them.',
   Keys: 'API keys: list, mint (restricted keys too), roll with a grace period, revoke.',
   'Sign-in': 'Merchant sign-in: magic link, browser session, and the command line\'s device-code flow.',

@@ -14,6 +14,8 @@ export const SCOPES = [
   'policy:write',
   'orders:read',
   'orders:write',
+  'refunds:read',
+  'refunds:write',
   'ingest:write',
   'webhooks:read',
   'webhooks:write',

@@ -117,6 +117,12 @@ export const REASON_CODES = {
     human: 'receipt must be a compact JWS: three base64url segments, a JSON header naming its alg (not none), a JSON object payload and a signature.',
   },
 
+  // refunds (SIGNER_MISMATCH and INSUFFICIENT_FUNDS above also answer refunds: 422 and 402)
+  ORDER_NOT_REFUNDABLE: { status: 409, human: 'Only an accepted order whose payment this service settled over x402 can be refunded (not a held, rejected or ingested order).' },
+  REFUND_EXCEEDS_REMAINING: { status: 422, human: 'The refund would take the order\'s awaiting, pending and succeeded refunds past what the order captured.' },
+  REFUND_AUTHORIZATION_EXPIRED: { status: 410, human: 'The refund\'s authorization window (validBefore) has passed; the refund is canceled, create a new one.' },
+  REFUND_NOT_AUTHORIZABLE: { status: 409, human: 'The refund is not awaiting authorization: it was authorized, canceled or finished already.' },
+
   // webhooks
   WEBHOOK_URL_INVALID: { status: 400, human: 'The webhook url breaks a URL rule (https for live endpoints; no private, loopback or link-local address).' },
   WEBHOOK_ENDPOINT_LIMIT: { status: 422, human: 'This project already has the maximum of 16 webhook endpoints in this mode.' },

@@ -13,6 +13,7 @@ import { keysContract } from './keys.js';
 import { authContract } from './auth.js';
 import { operatorContract } from './operator.js';
 import { x402Contract } from './x402.js';
+import { refundsContract } from './refunds.js';
 
 export const contract = c.router({
   health: healthContract,
@@ -24,6 +25,7 @@ export const contract = c.router({
   agent: agentContract,
   orders: ordersContract,
   sessions: sessionsContract,
+  refunds: refundsContract,
   reputation: reputationContract,
   ingest: ingestContract,
   webhooks: webhooksContract,
@@ -52,3 +54,4 @@ export * from './keys.js';
 export * from './auth.js';
 export * from './operator.js';
 export * from './x402.js';
+export * from './refunds.js';

@@ -3,6 +3,7 @@ import { c, IsoTimestamp, IsoTimestampQuery, keyErrors, listEnvelope, ListQuery,
 import { ErrorBody } from './errors.js';
 import { Decision, MandateType, SessionView, SettleAccepted, Total } from './agent.js';
 import { TrustTier } from './policy.js';
+import { RefundStatusOfOrder } from './refunds.js';
 
 /**
  * Where an order came from. `hosted`: this service ran the gate and settled the payment itself
@@ -29,6 +30,8 @@ export const Order = z.object({
   mandate_type: MandateType,
   trust_tier: TrustTier,
   livemode: z.boolean(),
+  amount_refunded: z.string().describe('Exact decimal string in the order\'s currency: the sum of its succeeded refunds ("0.00" when none).'),
+  refund_status: RefundStatusOfOrder.describe('none, partial, or full (the succeeded refunds reach the order total).'),
   created_at: IsoTimestamp,
 });
 export type Order = z.infer<typeof Order>;

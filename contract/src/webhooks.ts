@@ -2,11 +2,20 @@ import { z } from 'zod';
 import { c, IsoTimestamp, keyErrors, listEnvelope, ListQuery, meta, idRef, prefixedId } from './common.js';
 import { ErrorBody } from './errors.js';
 import { OrderEventObject } from './orders.js';
+import { RefundEventObject } from './refunds.js';
 
 /** The order events of section 6: what an endpoint subscribes to; `*` in `enabled_events` is all of them. */
 export const ORDER_EVENT_TYPES = ['order.accepted', 'order.settled', 'order.rejected', 'order.held'] as const;
 export const OrderEventType = z.enum(ORDER_EVENT_TYPES);
 export type OrderEventType = z.infer<typeof OrderEventType>;
+
+/** The refund events (docs/settlement.md "Refunds"): `data.object` is the refund. */
+export const REFUND_EVENT_TYPES = ['refund.created', 'refund.succeeded', 'refund.failed'] as const;
+export const RefundEventType = z.enum(REFUND_EVENT_TYPES);
+export type RefundEventType = z.infer<typeof RefundEventType>;
+
+/** What an endpoint can subscribe to in `enabled_events` (besides `*`). */
+export const SUBSCRIBABLE_EVENT_TYPES = [...ORDER_EVENT_TYPES, ...REFUND_EVENT_TYPES] as const;
 
 /**
  * The test event `POST /v1/webhooks/endpoints/{id}/test` sends to that one endpoint: not an
@@ -16,7 +25,7 @@ export type OrderEventType = z.infer<typeof OrderEventType>;
 export const ENDPOINT_TEST_EVENT_TYPE = 'webhook_endpoint.test' as const;
 
 /** Every event type recorded and listed by `GET /v1/events`. */
-export const EVENT_TYPES = [...ORDER_EVENT_TYPES, ENDPOINT_TEST_EVENT_TYPE] as const;
+export const EVENT_TYPES = [...ORDER_EVENT_TYPES, ...REFUND_EVENT_TYPES, ENDPOINT_TEST_EVENT_TYPE] as const;
 export const WebhookEventType = z.enum(EVENT_TYPES);
 export type WebhookEventType = z.infer<typeof WebhookEventType>;
 
@@ -28,12 +37,12 @@ export type WebhookEventType = z.infer<typeof WebhookEventType>;
 export const WEBHOOK_RETRY_SCHEDULE_MS = [0, 30_000, 120_000, 600_000, 3_600_000, 21_600_000, 86_400_000] as const;
 
 export const EnabledEvents = z
-  .array(z.union([OrderEventType, z.literal('*')]))
+  .array(z.union([OrderEventType, RefundEventType, z.literal('*')]))
   .min(1)
-  .max(ORDER_EVENT_TYPES.length + 1)
+  .max(SUBSCRIBABLE_EVENT_TYPES.length + 1)
   .refine((list) => new Set(list).size === list.length, 'must not repeat an event type')
   .refine((list) => !list.includes('*') || list.length === 1, '"*" must be the only entry when present')
-  .describe('Order event types to deliver, or ["*"] for all of them (webhook_endpoint.test is sent only on request, to the endpoint tested).');
+  .describe('Order and refund event types to deliver, or ["*"] for all of them (webhook_endpoint.test is sent only on request, to the endpoint tested).');
 
 /** Only shape and length here: the server answers WEBHOOK_URL_INVALID with the precise rule. */
 const WebhookUrl = z.string().trim().min(1).max(2048).describe('https URL (test mode also allows http to a loopback address).');
@@ -101,6 +110,11 @@ const envelope = {
 export const OrderWebhookEvent = z.object({ ...envelope, type: OrderEventType, data: z.object({ object: OrderEventObject }) });
 export type OrderWebhookEvent = z.infer<typeof OrderWebhookEvent>;
 
+/** One member per refund event type, so `event.type === 'refund.created' || …` narrows a WebhookEvent. */
+const refundEvent = <T extends RefundEventType>(type: T) => z.object({ ...envelope, type: z.literal(type), data: z.object({ object: RefundEventObject }) });
+export const RefundWebhookEvent = z.union([refundEvent('refund.created'), refundEvent('refund.succeeded'), refundEvent('refund.failed')]);
+export type RefundWebhookEvent = z.infer<typeof RefundWebhookEvent>;
+
 export const EndpointTestWebhookEvent = z.object({
   ...envelope,
   type: z.literal(ENDPOINT_TEST_EVENT_TYPE),
@@ -109,7 +123,7 @@ export const EndpointTestWebhookEvent = z.object({
 export type EndpointTestWebhookEvent = z.infer<typeof EndpointTestWebhookEvent>;
 
 /** An event as recorded and delivered: narrow on `type` to type `data.object`. */
-export const WebhookEvent = z.union([OrderWebhookEvent, EndpointTestWebhookEvent]);
+export const WebhookEvent = z.union([OrderWebhookEvent, RefundWebhookEvent, EndpointTestWebhookEvent]);
 export type WebhookEvent = z.infer<typeof WebhookEvent>;
 
 export const WebhookAttempt = z.object({
@@ -136,7 +150,13 @@ export const WebhookDelivery = z.object({
 });
 
 const withDeliveries = { deliveries: z.array(WebhookDelivery) };
-export const WebhookEventDetail = z.union([OrderWebhookEvent.extend(withDeliveries), EndpointTestWebhookEvent.extend(withDeliveries)]);
+export const WebhookEventDetail = z.union([
+  OrderWebhookEvent.extend(withDeliveries),
+  RefundWebhookEvent.options[0].extend(withDeliveries),
+  RefundWebhookEvent.options[1].extend(withDeliveries),
+  RefundWebhookEvent.options[2].extend(withDeliveries),
+  EndpointTestWebhookEvent.extend(withDeliveries),
+]);
 
 export const ReplayResult = z.object({
   event_id: prefixedId('evt'),

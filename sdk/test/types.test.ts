@@ -83,6 +83,10 @@ function eventsAreTyped(event: WebhookEvent) {
     expectTypeOf(event.data.object).toEqualTypeOf<{ id: string; object: 'webhook_endpoint'; url: string }>();
     return;
   }
+  if (event.type === 'refund.created' || event.type === 'refund.succeeded' || event.type === 'refund.failed') {
+    expectTypeOf(event.data.object.order_id).toEqualTypeOf<string>();
+    return;
+  }
   expectTypeOf(event.type).toEqualTypeOf<'order.accepted' | 'order.settled' | 'order.rejected' | 'order.held'>();
   expectTypeOf(event.data.object.mandate_type).toEqualTypeOf<'svc' | 'ap2' | 'acp' | 'none'>();
   expectTypeOf(event.data.object.items).toEqualTypeOf<Array<{ sku: string; qty: number }>>();

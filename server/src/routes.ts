@@ -7,7 +7,7 @@ import { healthRoutes } from './modules/health/routes.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { merchantsRoutes } from './modules/merchants/routes.js';
 import { ordersRoutes } from './modules/orders/routes.js';
-import { sessionsRoutes } from './modules/settlement/routes.js';
+import { refundsRoutes, sessionsRoutes } from './modules/settlement/routes.js';
 import { policyRoutes } from './modules/policy/routes.js';
 import { receivingRoutes } from './modules/receiving/routes.js';
 import { reputationRoutes } from './modules/reputation/routes.js';
@@ -30,6 +30,7 @@ export const router = initServer().router(contract, {
   policy: policyRoutes,
   orders: ordersRoutes,
   sessions: sessionsRoutes,
+  refunds: refundsRoutes,
   reputation: reputationRoutes,
   ingest: ingestRoutes,
   webhooks: webhooksRoutes,

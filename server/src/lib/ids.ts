@@ -1,6 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 
-export const ID_PREFIXES = ['mrch', 'prod', 'pol', 'ord', 'rcpt', 'evt', 'wha', 'key', 'proj', 'org', 'sess', 'whk', 'idem', 'req', 'sat', 'usr', 'dvc', 'sit', 'uss'] as const;
+export const ID_PREFIXES = ['mrch', 'prod', 'pol', 'ord', 'rcpt', 'evt', 'wha', 'key', 'proj', 'org', 'sess', 'whk', 'idem', 'req', 'sat', 'usr', 'dvc', 'sit', 'uss', 're'] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 /** Crockford's base32 in lower case: ids are ULIDs lower-cased, so they still sort by creation time. */

@@ -88,6 +88,25 @@ export function toBaseUnits(amount: string, decimals = 6): { baseUnits: string; 
   return { baseUnits: base.toFixed(0), amount: formatAtScale(rounded, 2) };
 }
 
+/**
+ * A refund's amount in integer token base units (USDC: 6), converted as `toBaseUnits` converts a
+ * total but rounded DOWN: a refund never gives back more than asked. `amount` is that rounded
+ * value with at least `minScale` decimals.
+ */
+export function toBaseUnitsDown(amount: string, decimals = 6, minScale = 2): { baseUnits: string; amount: string } {
+  if (!Number.isSafeInteger(decimals) || decimals < 0) throw new TypeError(`decimals must be a non-negative integer: ${decimals}`);
+  const v = toDecimal(amount);
+  if (v.isNegative()) throw new RangeError(`amount must not be negative: ${amount}`);
+  const base = v.times(new D(10).pow(decimals)).toDecimalPlaces(0, D.ROUND_FLOOR);
+  return { baseUnits: base.toFixed(0), amount: fromBaseUnits(base.toFixed(0), decimals, minScale) };
+}
+
+/** Integer base units back to the exact decimal amount, with at least `minScale` decimals. */
+export function fromBaseUnits(baseUnits: string, decimals = 6, minScale = 2): string {
+  if (!/^\d+$/.test(baseUnits)) throw new TypeError(`not an integer string of base units: ${baseUnits}`);
+  return formatAtScale(new D(baseUnits).dividedBy(new D(10).pow(decimals)), minScale);
+}
+
 export function compareDecimal(a: string, b: string): -1 | 0 | 1 {
   return toDecimal(a).comparedTo(toDecimal(b)) as -1 | 0 | 1;
 }

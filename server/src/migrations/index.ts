@@ -13,6 +13,7 @@ import { Migration20261126000010SettledOrderFkDeferred } from './Migration202611
 import { Migration20261126000010ReputationByMode } from './Migration20261126000010ReputationByMode.js';
 import { Migration20261126000010OrderSource } from './Migration20261126000010OrderSource.js';
 import { Migration20261126000020MerchantClaims } from './Migration20261126000020MerchantClaims.js';
+import { Migration20261126000030Refunds } from './Migration20261126000030Refunds.js';
 
 /** Every migration in order; listed explicitly so bundling or tsx never depends on a glob. */
 export const migrationsList = [
@@ -31,4 +32,5 @@ export const migrationsList = [
   { name: 'Migration20261126000010ReputationByMode', class: Migration20261126000010ReputationByMode },
   { name: 'Migration20261126000010OrderSource', class: Migration20261126000010OrderSource },
   { name: 'Migration20261126000020MerchantClaims', class: Migration20261126000020MerchantClaims },
+  { name: 'Migration20261126000030Refunds', class: Migration20261126000030Refunds },
 ];

@@ -9,6 +9,8 @@ import {
   formatAtScale,
   lineTotal,
   toBaseUnits,
+  toBaseUnitsDown,
+  fromBaseUnits,
 } from '../../src/lib/money.js';
 
 describe('formatAtScale', () => {
@@ -149,5 +151,32 @@ describe('compareDecimal / addDecimal / decimalFromPolicyNumber', () => {
     expect(decimalFromPolicyNumber(1e21)).toBe('1000000000000000000000');
     expect(() => decimalFromPolicyNumber(Number.NaN)).toThrow('policy amount must be a finite number: NaN');
     expect(() => decimalFromPolicyNumber(Infinity)).toThrow(TypeError);
+  });
+});
+
+describe('toBaseUnitsDown (refunds: never more than asked)', () => {
+  it('converts like toBaseUnits but rounds a fraction of a base unit DOWN', () => {
+    expect(toBaseUnitsDown('12.00')).toEqual({ baseUnits: '12000000', amount: '12.00' });
+    expect(toBaseUnitsDown('2.5000009')).toEqual({ baseUnits: '2500000', amount: '2.50' });
+    expect(toBaseUnitsDown('1.23456789')).toEqual({ baseUnits: '1234567', amount: '1.234567' });
+    expect(toBaseUnitsDown('0.0000009')).toEqual({ baseUnits: '0', amount: '0.00' });
+    // where toBaseUnits rounds up, toBaseUnitsDown gives one base unit less
+    expect(BigInt(toBaseUnits('1.23456701').baseUnits) - BigInt(toBaseUnitsDown('1.23456701').baseUnits)).toBe(1n);
+  });
+  it('shows the amount at the requested minimum scale, and is exact past 2^53', () => {
+    expect(toBaseUnitsDown('5', 6, 3)).toEqual({ baseUnits: '5000000', amount: '5.000' });
+    expect(toBaseUnitsDown('999999999999.99999999').baseUnits).toBe('999999999999999999');
+  });
+  it('refuses a negative amount', () => {
+    expect(() => toBaseUnitsDown('-0.01')).toThrow('amount must not be negative: -0.01');
+  });
+});
+
+describe('fromBaseUnits', () => {
+  it('turns base units back into the exact amount', () => {
+    expect(fromBaseUnits('9500000')).toBe('9.50');
+    expect(fromBaseUnits('1')).toBe('0.000001');
+    expect(fromBaseUnits('1000000000000000000')).toBe('1000000000000.00');
+    expect(() => fromBaseUnits('1.5')).toThrow('not an integer string of base units');
   });
 });

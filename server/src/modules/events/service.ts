@@ -1,5 +1,5 @@
 import { unixSeconds } from '../../lib/time.js';
-import type { EndpointTestWebhookEvent, OrderEventObject, OrderWebhookEvent, WebhookEvent } from '@svc/contract';
+import { RefundEventObject, type EndpointTestWebhookEvent, type OrderEventObject, type OrderWebhookEvent, type RefundWebhookEvent, type WebhookEvent } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { newId } from '../../lib/ids.js';
 import { insertEvents, type NewEventRow } from './store.js';
@@ -10,6 +10,7 @@ export type EventEnvelope = WebhookEvent;
 /** The type and its `data.object`, paired as the contract pairs them (an order event carries an order). */
 export type EventBody =
   | { type: OrderWebhookEvent['type']; object: OrderWebhookEvent['data']['object'] }
+  | { type: RefundWebhookEvent['type']; object: RefundWebhookEvent['data']['object'] }
   | { type: EndpointTestWebhookEvent['type']; object: EndpointTestWebhookEvent['data']['object'] };
 
 export type RecordEventInput = EventBody & {
@@ -22,9 +23,17 @@ export type RecordEventInput = EventBody & {
 
 /** Keys in the documented order (the delivered bytes are this object's JSON). */
 function envelopeOf(id: string, created: number, livemode: boolean, body: EventBody): EventEnvelope {
-  return body.type === 'webhook_endpoint.test'
-    ? { id, type: body.type, created, livemode, api_version: 'v1', data: { object: body.object } }
-    : { id, type: body.type, created, livemode, api_version: 'v1', data: { object: body.object } };
+  if (body.type === 'webhook_endpoint.test') return { id, type: body.type, created, livemode, api_version: 'v1', data: { object: body.object } };
+  if (isRefundBody(body)) return { id, type: body.type, created, livemode, api_version: 'v1', data: { object: body.object } };
+  return { id, type: body.type, created, livemode, api_version: 'v1', data: { object: body.object } };
+}
+
+function isRefundBody(body: EventBody): body is Extract<EventBody, { type: RefundWebhookEvent['type'] }> {
+  return body.type === 'refund.created' || body.type === 'refund.succeeded' || body.type === 'refund.failed';
+}
+
+function isRefundEvent(e: EventEnvelope): e is RefundWebhookEvent {
+  return e.type === 'refund.created' || e.type === 'refund.succeeded' || e.type === 'refund.failed';
 }
 
 /**
@@ -59,10 +68,13 @@ export class EventOutbox {
    * which reorders keys): what a replay freezes for an event that has no stored bytes.
    */
   bytesOfStoredEvent(e: EventEnvelope): string {
+    // A refund object's documented key order is its schema's: parsing rebuilds it in that order.
     const body: EventBody =
       e.type === 'webhook_endpoint.test'
         ? { type: e.type, object: { id: e.data.object.id, object: e.data.object.object, url: e.data.object.url } }
-        : { type: e.type, object: this.orderObjectInKeyOrder(e.data.object) };
+        : isRefundEvent(e)
+          ? { type: e.type, object: RefundEventObject.parse(e.data.object) }
+          : { type: e.type, object: this.orderObjectInKeyOrder(e.data.object) };
     return JSON.stringify(envelopeOf(e.id, e.created, e.livemode, body));
   }
 

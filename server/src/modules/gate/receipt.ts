@@ -1,5 +1,5 @@
 import { CompactSign, importJWK } from 'jose';
-import { RECEIPT_TYP, type ReceiptClaims } from '@svc/contract';
+import { RECEIPT_TYP, REFUND_RECEIPT_TYP, type ReceiptClaims, type RefundReceiptClaims } from '@svc/contract';
 import { canonicalHash } from '../../lib/canonical-json.js';
 
 export { RECEIPT_TYP, type ReceiptClaims };
@@ -25,6 +25,13 @@ export async function signReceipt(key: ReceiptSigningKey | { d: string; x: strin
   return new CompactSign(new TextEncoder().encode(JSON.stringify(claims)))
     .setProtectedHeader({ alg: 'EdDSA', typ: RECEIPT_TYP, kid: signing.kid })
     .sign(signing.key);
+}
+
+/** Signs a refund receipt like a sale receipt, with its own `typ` so neither can pass for the other. */
+export async function signRefundReceipt(key: ReceiptSigningKey, claims: RefundReceiptClaims): Promise<string> {
+  return new CompactSign(new TextEncoder().encode(JSON.stringify(claims)))
+    .setProtectedHeader({ alg: 'EdDSA', typ: REFUND_RECEIPT_TYP, kid: key.kid })
+    .sign(key.key);
 }
 
 /** sha256 hex of the JCS canonical JSON of the gate's inputs, embedded in the receipt. */

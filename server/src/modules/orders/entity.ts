@@ -30,6 +30,8 @@ export const OrderEntity = defineEntity({
      */
     settlementAttemptId: p.string().fieldName('settlement_attempt_id').nullable(),
     settlementStatus: p.string().$type<'settled'>().nullable(),
+    /** The order's succeeded refunds (numeric, in the order's currency), added by settlement's refund workflow (`addRefunded`). */
+    amountRefunded: p.string().columnType('numeric'),
     createdAt: p.datetime().columnType('timestamptz'),
   },
 });

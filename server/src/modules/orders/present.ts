@@ -1,5 +1,21 @@
-import type { Order, OrderEventObject } from '@svc/contract';
+import type { Order, OrderEventObject, RefundStatusOfOrder } from '@svc/contract';
+import { compareDecimal, formatAtScale, placesOf } from '../../lib/money.js';
 import type { OrderRow } from './entity.js';
+
+/**
+ * The order's succeeded refunds at the scale of its total (at least 2 places), and how much of
+ * the order they give back: `full` once they reach the total (a capture is the total rounded up
+ * to a base unit, and refunds never pass the capture).
+ */
+export function refundFigures(o: Pick<OrderRow, 'amountRefunded' | 'total'>): { amount_refunded: string; refund_status: RefundStatusOfOrder } {
+  const refunded = String(o.amountRefunded ?? '0');
+  const total = o.total ?? null;
+  const scale = Math.max(2, total ? placesOf(total.total) : 2);
+  const amount = formatAtScale(refunded, scale);
+  if (compareDecimal(refunded, '0') <= 0) return { amount_refunded: amount, refund_status: 'none' };
+  const full = total !== null && compareDecimal(refunded, total.total) >= 0;
+  return { amount_refunded: amount, refund_status: full ? 'full' : 'partial' };
+}
 
 /** The order feed's projection (interface 2.5, the contract's Order). */
 export function presentOrder(o: OrderRow): Order {
@@ -17,6 +33,7 @@ export function presentOrder(o: OrderRow): Order {
     mandate_type: o.mandateType,
     trust_tier: o.trustTier,
     livemode: o.livemode,
+    ...refundFigures(o),
     created_at: o.createdAt.toISOString(),
   };
 }

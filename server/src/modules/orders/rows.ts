@@ -46,6 +46,7 @@ export function orderRow(o: NewOrder): OrderRow {
     source: o.source,
     settlementAttemptId: null,
     settlementStatus: null,
+    amountRefunded: '0',
     createdAt: o.now,
   };
 }

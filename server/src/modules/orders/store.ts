@@ -49,6 +49,11 @@ export function addReceipt(em: Em, row: ReceiptRow): ReceiptRow {
   return em.create(ReceiptEntity, row);
 }
 
+/** A refund succeeded: the order's `amount_refunded` grows by its amount, in the refund's transaction. */
+export async function addRefunded(tx: Em, orderId: string, amount: string): Promise<void> {
+  await tx.execute('update orders set amount_refunded = amount_refunded + cast(? as numeric) where id = ?', [amount, orderId]);
+}
+
 export async function orderById(em: Em, id: string): Promise<OrderRow | null> {
   return em.findOne(OrderEntity, { id });
 }

@@ -43,7 +43,7 @@ export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decis
  * not extractable). Keyed by the sealed seed itself, so a merchant whose seed changed gets its new key.
  */
 const RECEIPT_KEYS_MAX = 1024;
-function receiptKeyOf(services: Pick<Services, 'box' | 'caches'>, m: Pick<MerchantRow, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
+export function receiptKeyOf(services: Pick<Services, 'box' | 'caches'>, m: Pick<MerchantRow, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
   const receiptKeys = services.caches.receiptKeys;
   const cacheKey = `${m.id}\0${m.receiptKid}\0${m.receiptSeedSealed}`;
   let key = receiptKeys.get(cacheKey);

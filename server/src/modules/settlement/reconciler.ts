@@ -5,6 +5,7 @@ import { lapsedSessionIds, lockSessionIfAny, paymentWindowLapsed, reviewWindowLa
 import { findMerchantByIdOrFail } from '../merchants/index.js';
 import { broadcastsOf, resolveAttempt } from './engine.js';
 import { rejectHeld } from './finish.js';
+import { reconcileRefunds } from './refunds.js';
 import { attemptById, claimDueAttempts, extendPendingLease } from './store.js';
 import { RepeatLimiter } from '../../lib/log-limit.js';
 
@@ -22,8 +23,10 @@ const HOUSEKEEPING_MS = 60_000;
  * The settlement worker (docs/settlement.md): finishes every attempt left `pending` past its
  * lease (a settle that timed out, a crash or kill -9 between phases) by reading the chain,
  * and sweeps holds whose review window lapsed and approvals nobody re-signed; once a minute it
- * deletes expired rate-limit windows. Any number may run on one database: claims use row locks
- * with SKIP LOCKED and a lease, and the housekeeping deletes are idempotent.
+ * deletes expired rate-limit windows. Refunds get the same care (refunds.ts `reconcileRefunds`):
+ * pending ones past their lease are finished from the chain, unsigned ones past their window
+ * canceled. Any number may run on one database: claims use row locks with SKIP LOCKED and a
+ * lease, and the housekeeping deletes are idempotent.
  */
 export function startSettlementWorker(services: Services, opts: { intervalMs?: number } = {}): SettlementWorker {
   const intervalMs = opts.intervalMs ?? services.config.SVC_RECONCILE_INTERVAL_MS;
@@ -38,6 +41,7 @@ export function startSettlementWorker(services: Services, opts: { intervalMs?: n
   const runOnce = async () => {
     await reconcileDue(services, log, retryWarnings);
     await sweepLapsed(services, log);
+    await reconcileRefunds(services, log, BATCH);
     const now = services.now().getTime();
     if (now - housekept >= HOUSEKEEPING_MS || now < housekept) {
       housekept = now;

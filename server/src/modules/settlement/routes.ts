@@ -5,6 +5,8 @@ import { ApiError } from '../../lib/errors.js';
 import { getMerchantSession, sessionForMerchantKey } from '../checkout/index.js';
 import { approveHold, declineHold } from './review.js';
 
+export { refundsRoutes } from './refund-routes.js';
+
 const s = initServer();
 
 /**

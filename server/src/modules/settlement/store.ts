@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
 import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
 import type { NewEventRow } from '../events/index.js';
@@ -5,7 +6,7 @@ import { eventCtes } from '../events/index.js';
 import { insertOrderSql, insertReceiptSql, type OrderRow, type ReceiptRow } from '../orders/index.js';
 import { reputationCtes, type ReputationDelta } from '../reputation/index.js';
 import { acceptSessionSql, mapSessionRow, settlingSessionSql, type AcceptedSession, type SessionRow } from '../checkout/index.js';
-import { SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow } from './entity.js';
+import { RefundEntity, RefundTransactionEntity, SettlementAttemptEntity, SettlementTransactionEntity, type AttemptRow, type RefundRow } from './entity.js';
 
 /**
  * Data access for `settlement_attempts` and `settlement_transactions` (entities, ./entity.ts):
@@ -173,4 +174,103 @@ export async function insertSettlementTransaction(
 export async function countAttemptsByStatus(em: Em): Promise<Record<string, number>> {
   const rows = await em.execute<Array<{ status: string; n: string | number }>>(`select status, count(*) as n from settlement_attempts group by status`);
   return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+}
+
+// ---- refunds (docs/settlement.md "Refunds") ----
+
+/**
+ * A settled capture, locked FOR NO KEY UPDATE until the transaction ends: the lock the
+ * `refunds_within_capture` trigger takes too, so one capture's refund writers run one at a time
+ * (compatible with the KEY SHARE lock of a refund row's foreign key).
+ */
+export async function lockSettledCapture(tx: Em, attemptId: string): Promise<AttemptRow | undefined> {
+  const [row] = await tx.execute<Array<Record<string, unknown>>>(
+    "select * from settlement_attempts where id = ? and status = 'settled' for no key update",
+    [attemptId],
+  );
+  return row ? tx.map(SettlementAttemptEntity, row) : undefined;
+}
+
+/** Base units of the capture's refunds that hold part of it: awaiting a signature, pending or succeeded (an integer string). */
+export async function reservedRefundBaseUnits(tx: Em, attemptId: string): Promise<string> {
+  const [row] = await tx.execute<Array<{ n: string }>>(
+    `select coalesce(sum(amount_base_units), 0)::text as n from refunds where settlement_attempt_id = ? and status in ('requires_authorization', 'pending', 'succeeded')`,
+    [attemptId],
+  );
+  return row?.n ?? '0';
+}
+
+/** A new refund in the caller's unit of work. */
+export function addRefund(tx: Em, r: RefundRow): RefundRow {
+  return tx.create(RefundEntity, r);
+}
+
+export async function refundById(em: Em, id: string): Promise<RefundRow | null> {
+  return em.findOne(RefundEntity, { id });
+}
+
+/** The refund's row, locked until the transaction ends (every transition takes it first). */
+export async function lockRefundRow(tx: Em, id: string): Promise<RefundRow | null> {
+  return tx.findOne(RefundEntity, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+}
+
+/** Newest first (ids sort by creation), in the project and mode, optionally one order's, below `beforeId`. */
+export async function listRefundRows(
+  em: Em,
+  scope: { projectId: string; livemode: boolean; orderId?: string | undefined; beforeId?: string | undefined },
+  limit: number,
+): Promise<RefundRow[]> {
+  const where: Record<string, unknown> = { projectId: scope.projectId, livemode: scope.livemode };
+  if (scope.orderId !== undefined) where.orderId = scope.orderId;
+  if (scope.beforeId !== undefined) where.id = { $lt: scope.beforeId };
+  return em.find(RefundEntity, where, { orderBy: { id: 'desc' }, limit });
+}
+
+/**
+ * Claims pending refunds whose lease ran out, like `claimDueAttempts` (the database's now(), so
+ * workers in several processes compare one clock).
+ */
+export async function claimDueRefunds(tx: Em, leaseSeconds: number, limit: number): Promise<string[]> {
+  const rows = await tx.execute<Array<{ id: string }>>(
+    `update refunds set lease_until = now() + make_interval(secs => ?)
+     where id in (select id from refunds where status = 'pending' and lease_until < now()
+                  order by lease_until limit ? for update skip locked)
+     returning id`,
+    [leaseSeconds, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Refunds still awaiting a signature whose authorization window closed (`valid_before` < `nowSec`). */
+export async function lapsedRefundIds(em: Em, nowSec: number, limit: number): Promise<string[]> {
+  const rows = await em.execute<Array<{ id: string }>>(
+    `select id from refunds where status = 'requires_authorization' and valid_before < ? order by valid_before limit ?`,
+    [nowSec, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** A pending refund is looked at again after `leaseUntil`. */
+export async function extendRefundLease(em: Em, refundId: string, leaseUntil: Date): Promise<void> {
+  await em.nativeUpdate(RefundEntity, { id: refundId, status: 'pending' }, { leaseUntil });
+}
+
+/** A transaction a live facilitator is about to send for a refund, stored first (no transaction around it). */
+export async function insertRefundTransaction(
+  em: Em,
+  t: { txHash: string; refundId: string; rawTx: string | null; relayer: string | null; relayerNonce: number | null; createdAt: Date },
+): Promise<void> {
+  await em.execute('insert into refund_transactions (tx_hash, refund_id, raw_tx, relayer, relayer_nonce, created_at) values (?, ?, ?, ?, ?, ?)', [
+    t.txHash,
+    t.refundId,
+    t.rawTx,
+    t.relayer,
+    t.relayerNonce,
+    t.createdAt,
+  ]);
+}
+
+/** The transactions stored for a refund, oldest first. */
+export async function refundTransactions(em: Em, refundId: string) {
+  return em.find(RefundTransactionEntity, { refundId }, { orderBy: { createdAt: 'asc' } });
 }
