@@ -148,10 +148,10 @@ export function RefundsPanel({ session }: { session: SessionView }) {
                         <Table.Td>
                           <Code>{r.id}</Code>
                         </Table.Td>
-                        <Table.Td>
+                        <Table.Td style={{ whiteSpace: 'nowrap' }}>
                           <RefundStatusBadge status={r.status} />
                         </Table.Td>
-                        <Table.Td>
+                        <Table.Td style={{ whiteSpace: 'nowrap' }}>
                           {r.amount} {r.currency}
                         </Table.Td>
                         <Table.Td>{r.reason ? REASON_LABEL[r.reason] : '—'}</Table.Td>
