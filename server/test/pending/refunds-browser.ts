@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { AgentClient, MerchantClient, signRefund, verifyReceipt, type Merchant } from '@svc/sdk';
 import { TestApp } from '../helpers/harness.js';
 import { launchChromium, shot, signInThroughUi } from '../helpers/browser.js';
@@ -10,7 +10,8 @@ import { launchChromium, shot, signInThroughUi } from '../helpers/browser.js';
  * Refunds in the merchant dashboard (issue 26), in Debian's Chromium against a real server: the
  * order page's Refund action, signed by a browser wallet (an EIP-1193 provider injected into the
  * page whose `eth_signTypedData_v4` signs with a real private key through viem), then a refund
- * signed elsewhere and pasted; the orders list marks the order partially refunded, then refunded.
+ * signed elsewhere and pasted; a wallet holding another account is refused before it signs (and
+ * that refund canceled); the orders list marks the order partially refunded, then refunded.
  *
  * PENDING: named without `.test.ts` so the runner does not collect it until the server's refund
  * workflow (branch i26-refunds) is merged; then rename it to server/test/refunds-browser.test.ts
@@ -49,18 +50,19 @@ async function openOrder() {
   await heading(`Order ${order.id}`).waitFor();
 }
 
-beforeAll(async () => {
-  app = await TestApp.start();
-  browser = await launchChromium();
-  ctx = await browser.newContext({ baseURL: app.baseUrl, viewport: { width: 1280, height: 900 } });
-  // The wallet's key stays in the test process: the page's provider asks it to sign through this binding.
-  await ctx.exposeBinding('__svcWalletSignTypedData', async (_source, json: string) => wallet.signTypedData(JSON.parse(json)));
-  await ctx.addInitScript((address: string) => {
+/**
+ * A browser context whose pages have an EIP-1193 provider with one account, as an injected
+ * wallet extension exposes it. The key stays in the test process: the page's provider asks it
+ * to sign (viem's signTypedData over the eth_signTypedData_v4 JSON) through a binding.
+ */
+async function walletContext(account: PrivateKeyAccount, storageState?: Awaited<ReturnType<BrowserContext['storageState']>>): Promise<BrowserContext> {
+  const context = await browser.newContext({ baseURL: app.baseUrl, viewport: { width: 1280, height: 900 }, ...(storageState ? { storageState } : {}) });
+  await context.exposeBinding('__svcWalletSignTypedData', async (_source, json: string) => account.signTypedData(JSON.parse(json)));
+  await context.addInitScript((address: string) => {
     type Request = { method: string; params?: unknown[] };
     const providerError = (code: number, message: string) => Object.assign(new Error(message), { code });
-    const sign = (globalThis as unknown as { __svcWalletSignTypedData: (json: string) => Promise<string> }).__svcWalletSignTypedData;
-    // An EIP-1193 provider with one account, as an injected wallet extension exposes it.
-    (globalThis as unknown as { ethereum: unknown }).ethereum = {
+    const page = globalThis as typeof globalThis & { ethereum?: unknown; __svcWalletSignTypedData: (json: string) => Promise<string> };
+    page.ethereum = {
       isTestWallet: true,
       async request({ method, params = [] }: Request) {
         if (method === 'eth_requestAccounts' || method === 'eth_accounts') return [address];
@@ -68,12 +70,19 @@ beforeAll(async () => {
         if (method === 'eth_signTypedData_v4') {
           const [from, json] = params as [string, string];
           if (from.toLowerCase() !== address.toLowerCase()) throw providerError(4100, `the wallet has no account ${from}`);
-          return sign(typeof json === 'string' ? json : JSON.stringify(json));
+          return page.__svcWalletSignTypedData(typeof json === 'string' ? json : JSON.stringify(json));
         }
         throw providerError(4200, `unsupported method ${method}`);
       },
     };
-  }, wallet.address);
+  }, account.address);
+  return context;
+}
+
+beforeAll(async () => {
+  app = await TestApp.start();
+  browser = await launchChromium();
+  ctx = await walletContext(wallet);
   page = await ctx.newPage();
 });
 afterAll(async () => {
@@ -152,6 +161,33 @@ describe('refunds in the merchant dashboard', () => {
     await shot(page, 'r05-orders-partially-refunded');
   });
 
+  it('GIVEN a browser wallet holding another account WHEN it is asked to sign a refund THEN the page refuses before the wallet signs, and the refund is canceled, giving its amount back', async () => {
+    const other = await walletContext(privateKeyToAccount(generatePrivateKey()), await ctx.storageState());
+    const previous = page;
+    try {
+      page = await other.newPage();
+      await page.goto('/dashboard/test/');
+      await heading('Overview').waitFor();
+      await openOrder();
+      await page.getByRole('button', { name: 'Refund', exact: true }).click();
+      expect(await dialog().getByLabel('Amount').inputValue()).toBe('13.00');
+      await dialog().getByRole('button', { name: 'Continue' }).click();
+      await dialog().getByRole('button', { name: 'Confirm refund' }).click();
+      await dialog().getByRole('button', { name: 'Sign with browser wallet' }).click();
+      await dialog().getByRole('alert').filter({ hasText: `is not the receiving address ${wallet.address}` }).waitFor();
+      await shot(page, 'r05b-refund-wrong-wallet');
+      await dialog().getByRole('button', { name: 'Cancel refund' }).click();
+      await poll(() => dialog().getByTestId('refund-status').textContent()).toBe('canceled');
+      await dialog().getByRole('button', { name: 'Close' }).click();
+      await poll(() => page.getByTestId('refund-summary').textContent()).toBe('Refunded 5.00 of 18.00 USD; 13.00 left to refund.');
+      const [canceled] = await svc.refunds.list({ order_id: order.id, limit: 1 }).toArray({ max: 1 });
+      expect(canceled).toMatchObject({ status: 'canceled', amount: '13.00', transaction: null });
+    } finally {
+      page = previous;
+      await other.close();
+    }
+  });
+
   it('GIVEN a refund of the rest signed outside the browser WHEN its signature is pasted THEN it succeeds, the Refund action is spent and the orders list says refunded', async () => {
     await openOrder();
     await page.getByRole('button', { name: 'Refund', exact: true }).click();
@@ -171,7 +207,7 @@ describe('refunds in the merchant dashboard', () => {
     await dialog().getByRole('button', { name: 'Close' }).click();
 
     await poll(() => page.getByTestId('refund-summary').textContent()).toBe('Refunded 18.00 of 18.00 USD; 0.00 left to refund.');
-    expect(await page.getByTestId('refund-row').count()).toBe(2);
+    expect(await page.getByTestId('refund-row').count()).toBe(3);
     expect(await page.getByRole('button', { name: 'Refund', exact: true }).isDisabled()).toBe(true);
     await shot(page, 'r06-order-refunded');
     await go('Orders');
