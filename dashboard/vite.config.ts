@@ -6,7 +6,7 @@ const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 /**
  * The dashboard is served by the server under /dashboard from `dist/`. It imports the
- * contract (and the SDK's receipt verifier and typed errors) from their sources, so the app is typed by the
+ * contract (and the SDK's receipt verifier, typed errors and refund typed data) from their sources, so the app is typed by the
  * same contract as the server and cannot drift from the API.
  */
 export default defineConfig({
@@ -17,6 +17,7 @@ export default defineConfig({
       { find: /^@svc\/contract$/, replacement: here('../contract/src/index.ts') },
       { find: /^@svc\/sdk\/receipt$/, replacement: here('../sdk/src/receipt.ts') },
       { find: /^@svc\/sdk\/errors$/, replacement: here('../sdk/src/errors.ts') },
+      { find: /^@svc\/sdk\/refunds$/, replacement: here('../sdk/src/refunds.ts') },
     ],
   },
   build: { outDir: 'dist', emptyOutDir: true, sourcemap: true, chunkSizeWarningLimit: 2000 },

@@ -2,6 +2,7 @@ import { DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, type FetchLike, type Transport
 import { buildRawClient, listMethod, method, resource, type RawClient } from './resource.js';
 
 export { verifyWebhook } from './webhooks.js';
+export { signRefund, refundTypedData, refundTypedDataV4, RefundSigningError, type RefundSigner, type RefundTypedDataToSign } from './refunds.js';
 export * from './errors.js';
 export { ListIterator, type Page } from './pagination.js';
 export type { RequestOptions, FetchLike } from './http.js';
@@ -23,7 +24,14 @@ export type {
   StoredPolicyVersion,
   ApiKeyObject,
   ApiKeyWithSecret,
+  Refund,
+  RefundReason,
+  RefundStatus,
+  RefundEventObject,
+  RefundWebhookEvent,
 } from '@svc/contract';
+// A refund's `receipt`; `verifyReceipt(jws, { kind: 'refund', ... })` from @svc/sdk/agent is the same check.
+export { verifyRefundReceipt, RefundReceiptClaims, REFUND_RECEIPT_TYP, type VerifyRefundReceiptOptions } from './receipt.js';
 export { POLICY_PRESETS } from '@svc/contract';
 export type { VerifyWebhookOptions, VerifyWebhookReason, VerifyWebhookResult } from './webhooks.js';
 
@@ -105,6 +113,34 @@ export const OrdersResource = resource({
   summary: method('orders.summary'),
 });
 export type OrdersResource = InstanceType<typeof OrdersResource>;
+
+/**
+ * Refunds (docs/settlement.md "Refunds"): the money goes back from the merchant's receiving
+ * wallet, so a refund is created, then authorized with the merchant's signature:
+ * `create` -> `signRefund(account, refund)` -> `authorize(refund.id, { signature })`.
+ */
+export const RefundsResource = resource({
+  /**
+   * POST /v1/refunds `{order_id, amount?, reason?, metadata?}` (amount default: what the order has
+   * not refunded yet). Answers the refund `requires_authorization` with the typed data to sign.
+   * Throws ORDER_NOT_REFUNDABLE (409), REFUND_EXCEEDS_REMAINING (422).
+   */
+  create: method('refunds.create'),
+  /**
+   * POST /v1/refunds/{id}/authorize `{signature}`: the refund goes to the chain. Resolves
+   * `succeeded` or `failed`, or `pending` while the transfer is unconfirmed (poll `retrieve`).
+   * Throws SIGNER_MISMATCH (422), REFUND_AUTHORIZATION_EXPIRED (410), INSUFFICIENT_FUNDS (402,
+   * the refund stays authorizable), REFUND_NOT_AUTHORIZABLE (409).
+   */
+  authorize: method('refunds.authorize'),
+  /** GET /v1/refunds/{id}. */
+  retrieve: method('refunds.get'),
+  /** GET /v1/refunds, newest first; `order_id` gives the refunds of one order. */
+  list: listMethod('refunds.list'),
+  /** POST /v1/refunds/{id}/cancel: only before authorization (else REFUND_NOT_AUTHORIZABLE, 409). */
+  cancel: method('refunds.cancel'),
+});
+export type RefundsResource = InstanceType<typeof RefundsResource>;
 
 export const SessionsResource = resource({
   /** A checkout session as the merchant sees it (the hosted review of a held session). */
@@ -208,6 +244,8 @@ export class MerchantClient {
   readonly policy: PolicyResource;
   readonly orders: OrdersResource;
   readonly sessions: SessionsResource;
+  /** Refunds: create, authorize (with `signRefund`), retrieve, list, cancel. */
+  readonly refunds: RefundsResource;
   readonly webhooks: WebhooksResource;
   readonly ingest: IngestResource;
   readonly reputation: ReputationResource;
@@ -235,6 +273,7 @@ export class MerchantClient {
     this.policy = new PolicyResource(this.raw);
     this.orders = new OrdersResource(this.raw);
     this.sessions = new SessionsResource(this.raw);
+    this.refunds = new RefundsResource(this.raw);
     this.webhooks = new WebhooksResource(this.raw);
     this.ingest = new IngestResource(this.raw);
     this.reputation = new ReputationResource(this.raw);

@@ -1,14 +1,24 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JWK } from 'jose';
 import { z } from 'zod';
-import { Jwks, RECEIPT_ISSUER, RECEIPT_TYP, ReceiptClaims as ReceiptClaimsSchema } from '@svc/contract';
+import {
+  Jwks,
+  RECEIPT_ISSUER,
+  RECEIPT_TYP,
+  REFUND_RECEIPT_TYP,
+  ReceiptClaims as ReceiptClaimsSchema,
+  RefundReceiptClaims as RefundReceiptClaimsSchema,
+} from '@svc/contract';
 import { SvcError } from './errors.js';
 import type { FetchLike } from './http.js';
 
-export { RECEIPT_ISSUER, RECEIPT_TYP };
+export { RECEIPT_ISSUER, RECEIPT_TYP, REFUND_RECEIPT_TYP };
 
 /** The contract's receipt claims; unknown extra claims are kept, so a newer server does not break an older SDK. */
 export const ReceiptClaims = ReceiptClaimsSchema.passthrough();
 export type ReceiptClaims = z.infer<typeof ReceiptClaims>;
+/** The contract's refund receipt claims (typ svc-refund-receipt+jws), unknown extra claims kept likewise. */
+export const RefundReceiptClaims = RefundReceiptClaimsSchema.passthrough();
+export type RefundReceiptClaims = z.infer<typeof RefundReceiptClaims>;
 
 export type ReceiptVerificationReason =
   | 'RECEIPT_MALFORMED'
@@ -40,8 +50,17 @@ export type ReceiptKeySource =
   | { jwksUrl: string; fetch?: FetchLike };
 
 export type VerifyReceiptOptions = ReceiptKeySource & {
+  /** `sale` (default): the receipt of an accepted order. `refund`: use VerifyRefundReceiptOptions. */
+  kind?: 'sale' | undefined;
   /** Claims that must equal these values (e.g. the order you were told about). */
   expected?: Partial<Pick<ReceiptClaims, 'merchantId' | 'orderId' | 'sessionId' | 'agentId' | 'livemode'>> | undefined;
+};
+
+export type VerifyRefundReceiptOptions = ReceiptKeySource & {
+  /** A refund receipt (`refund.receipt`, typ svc-refund-receipt+jws), signed by the same merchant key. */
+  kind: 'refund';
+  /** Claims that must equal these values (e.g. the refund and order you were told about). */
+  expected?: Partial<Pick<RefundReceiptClaims, 'merchantId' | 'orderId' | 'refundId' | 'transaction' | 'amount' | 'currency' | 'livemode'>> | undefined;
 };
 
 /** Fetches and checks a JWKS document; failures are ReceiptVerificationError JWKS_UNAVAILABLE. */
@@ -66,10 +85,23 @@ export async function fetchJwks(url: string, fetchImpl: FetchLike = (i, init) =>
 
 /**
  * Verifies a receipt offline against the merchant's key set: header `alg` EdDSA and `typ`
- * svc-receipt+jws, a `kid` present in the set, the Ed25519 signature, `iss` svc-checkout and
- * the claim shapes. Returns the typed claims; throws ReceiptVerificationError otherwise.
+ * svc-receipt+jws (a sale) or svc-refund-receipt+jws (`kind: 'refund'`), a `kid` present in the
+ * set, the Ed25519 signature, `iss` svc-checkout and the claim shapes. Returns the typed claims;
+ * throws ReceiptVerificationError otherwise. The two `typ`s keep a refund receipt from passing
+ * for a sale and the other way round.
  */
-export async function verifyReceipt(jws: string, options: VerifyReceiptOptions): Promise<ReceiptClaims> {
+export function verifyReceipt(jws: string, options: VerifyReceiptOptions): Promise<ReceiptClaims>;
+export function verifyReceipt(jws: string, options: VerifyRefundReceiptOptions): Promise<RefundReceiptClaims>;
+export function verifyReceipt(jws: string, options: VerifyReceiptOptions | VerifyRefundReceiptOptions): Promise<ReceiptClaims | RefundReceiptClaims> {
+  return options.kind === 'refund' ? verifyJws(jws, REFUND_RECEIPT_TYP, RefundReceiptClaims, options) : verifyJws(jws, RECEIPT_TYP, ReceiptClaims, options);
+}
+
+/** `verifyReceipt(jws, { ...options, kind: 'refund' })`: a refund's `receipt`. */
+export function verifyRefundReceipt(jws: string, options: ReceiptKeySource & Pick<VerifyRefundReceiptOptions, 'expected'>): Promise<RefundReceiptClaims> {
+  return verifyReceipt(jws, { ...options, kind: 'refund' });
+}
+
+async function verifyJws<S extends z.ZodTypeAny>(jws: string, typ: string, schema: S, options: ReceiptKeySource & { expected?: Record<string, unknown> | undefined }): Promise<z.infer<S>> {
   let header: ReturnType<typeof decodeProtectedHeader>;
   try {
     header = decodeProtectedHeader(jws);
@@ -77,7 +109,10 @@ export async function verifyReceipt(jws: string, options: VerifyReceiptOptions):
     throw new ReceiptVerificationError('RECEIPT_MALFORMED', 'the receipt is not a compact JWS', { cause: err });
   }
   if (header.alg !== 'EdDSA') throw new ReceiptVerificationError('RECEIPT_ALG_INVALID', `receipt alg must be EdDSA, got ${String(header.alg)}`);
-  if (header.typ !== RECEIPT_TYP) throw new ReceiptVerificationError('RECEIPT_TYP_INVALID', `receipt typ must be ${RECEIPT_TYP}, got ${String(header.typ)}`);
+  if (header.typ !== typ) {
+    const hint = header.typ === REFUND_RECEIPT_TYP ? " (a refund receipt: verify it with kind: 'refund')" : header.typ === RECEIPT_TYP ? ' (a sale receipt, not a refund receipt)' : '';
+    throw new ReceiptVerificationError('RECEIPT_TYP_INVALID', `receipt typ must be ${typ}, got ${String(header.typ)}${hint}`);
+  }
   if (typeof header.kid !== 'string' || header.kid.length === 0) throw new ReceiptVerificationError('RECEIPT_KID_UNKNOWN', 'the receipt header has no kid');
 
   const jwks = 'jwks' in options ? options.jwks : await fetchJwks(options.jwksUrl, options.fetch);
@@ -99,7 +134,7 @@ export async function verifyReceipt(jws: string, options: VerifyReceiptOptions):
   if (typeof raw !== 'object' || raw === null || (raw as { iss?: unknown }).iss !== RECEIPT_ISSUER) {
     throw new ReceiptVerificationError('RECEIPT_ISSUER_INVALID', `receipt iss must be ${RECEIPT_ISSUER}`);
   }
-  const claims = ReceiptClaims.safeParse(raw);
+  const claims = schema.safeParse(raw);
   if (!claims.success) {
     const issue = claims.error.issues[0];
     throw new ReceiptVerificationError('RECEIPT_CLAIMS_INVALID', `receipt claim ${issue?.path.join('.') ?? '?'}: ${issue?.message ?? 'invalid'}`);
@@ -109,5 +144,5 @@ export async function verifyReceipt(jws: string, options: VerifyReceiptOptions):
     const got = (claims.data as Record<string, unknown>)[name];
     if (got !== want) throw new ReceiptVerificationError('RECEIPT_CLAIM_MISMATCH', `receipt ${name} is ${String(got)}, expected ${String(want)}`);
   }
-  return claims.data;
+  return claims.data as z.infer<S>;
 }

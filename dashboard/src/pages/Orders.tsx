@@ -9,6 +9,7 @@ import { Pager, useCursor } from '../paging';
 import { useWorkspace } from '../session';
 import { explorerTx, Loaded, money, Page, RouterAnchor, when, TableHead } from '../ui';
 import { EventAttempts } from './Webhooks';
+import { OrderRefundBadge, RefundsPanel } from './Refunds';
 
 const DECISION_COLOR = { accept: 'teal', reject: 'red', hold: 'yellow' } as const satisfies Record<Decision, string>;
 
@@ -74,6 +75,7 @@ export function OrdersPage() {
                       <Table.Td>
                         <Group gap={4} wrap="nowrap">
                           <DecisionBadge decision={o.decision} />
+                          <OrderRefundBadge status={o.refund_status} amount={`${o.amount_refunded} ${o.total?.currency ?? ''}`.trim()} />
                           {o.source === 'ingest' && (
                             <Badge variant="outline" color="gray" title="Reported through /v1/ingest by a self-hosted checkout: this service did not settle it or sign its receipt.">
                               ingested
@@ -228,6 +230,7 @@ export function OrderPage() {
                   Review this hold
                 </Button>
               )}
+              {orderId && <RefundsPanel session={s} />}
               <Title order={2} fz="h4">
                 Events
               </Title>
