@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { AgentClient, MerchantClient, signRefund, verifyReceipt, type Merchant } from '@svc/sdk';
-import { TestApp } from '../helpers/harness.js';
-import { launchChromium, shot, signInThroughUi } from '../helpers/browser.js';
+import { TestApp } from './helpers/harness.js';
+import { launchChromium, shot, signInThroughUi } from './helpers/browser.js';
 
 /**
  * Refunds in the merchant dashboard (issue 26), in Debian's Chromium against a real server: the
