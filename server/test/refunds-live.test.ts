@@ -111,7 +111,9 @@ describe('live refunds on a real chain (onchain facilitator)', () => {
     const balance = await chain.usdcBalance(wallet.address);
     const sink = privateKeyToAccount(generatePrivateKey()).address;
     const drain = await signPayment(wallet, { payTo: sink, amountBaseUnits: balance.toString(), chainId: 8453, verifyingContract: USDC_BASE, eip712Domain: { name: 'USD Coin', version: '2' } });
-    await chain.sendAuthorization({ chain: 'base', payTo: sink, amountBaseUnits: balance.toString(), authorization: drain.payment.authorization, signature: drain.payment.signature as Hex });
+    const drained = await chain.sendAuthorization({ chain: 'base', payTo: sink, amountBaseUnits: balance.toString(), authorization: drain.payment.authorization, signature: drain.payment.signature as Hex });
+    // Read the balance only once the drain is mined: on a busy machine the read can come first.
+    expect((await chain.client.waitForTransactionReceipt({ hash: drained })).status).toBe('success');
     expect(await chain.usdcBalance(wallet.address)).toBe(0n);
 
     const sig = await signRefund(wallet, r);
