@@ -74,7 +74,7 @@ export const MUTANTS: Mutant[] = [
   { id: 'V6', file: CHECKOUT_STORE, find: 'pg_advisory_xact_lock(hashtextextended($2, 0)) as gate_locked', replace: 'hashtextextended($2, 0) as gate_locked', tests: ['agent-policy'], what: 'concurrent settles of one agent are not serialized (PostgreSQL only)' },
 
   // Phase 2 and 3 (settlement/engine.ts)
-  { id: 'E1', file: ENGINE, find: 'if (recorded > 0) {', replace: 'if (recorded >= 0) {', tests: ['live-remote'], what: 'a facilitator that sent nothing leaves the attempt pending' },
+  { id: 'E1', file: ENGINE, find: "return recorded > 0 ? { outcome: { status: 'pending', reference: null } } : { nothingSent: err };", replace: "return recorded >= 0 ? { outcome: { status: 'pending', reference: null } } : { nothingSent: err };", tests: ['live-remote'], what: 'a facilitator that sent nothing leaves the attempt pending' },
   { id: 'E2', file: ENGINE, find: "if (a.status !== 'pending') return storedOutcome(a, s);", replace: '', tests: ['live-settle'], grep: 'two resolvers', what: 'a resolved attempt is resolved again' },
   { id: 'E3', file: ENGINE, find: 's.state = a.returnState;', replace: "s.state = 'awaiting_payment';", tests: ['live-remote'], what: 'a failed approval hands a held session back as unpaid' },
   { id: 'E4', file: ENGINE, find: "if (opts.penalize !== false && a.returnState !== 'held') {", replace: "if (a.returnState !== 'held') {", tests: ['live-remote'], what: 'an unreachable facilitator costs the agent reputation' },

@@ -114,29 +114,44 @@ export async function driveAttempt(
    */
   known: { merchant?: MerchantRow; session?: SessionRow } = {},
 ): Promise<AttemptOutcome> {
+  const settled = await settleRecordingBroadcasts(services, facilitator, proof, (rec) => recordBroadcast(services, attemptId, rec), { attempt: attemptId });
+  if ('nothingSent' in settled) {
+    const err = settled.nothingSent;
+    const code: ReasonCode = err instanceof ApiError ? err.codes[0]! : 'FACILITATOR_UNAVAILABLE';
+    await resolveAttempt(services, attemptId, { status: 'failed', code, human: err instanceof ApiError ? err.human : 'The facilitator could not be reached.' }, { penalize: false });
+    throw err instanceof ApiError ? err : new ApiError('FACILITATOR_UNAVAILABLE', 'The facilitator could not be reached; nothing was sent. Retry the settle.');
+  }
+  return resolveAttempt(services, attemptId, settled.outcome, known);
+}
+
+/**
+ * Phase 2's call, for a payment or a refund: the facilitator's settle, each transaction it is
+ * about to send stored first by `record`. A throw after a stored broadcast reads as pending
+ * (something may be on its way: the reconciler reads the chain); a throw before anything was
+ * sent comes back as `nothingSent`, for the caller's compensation.
+ */
+export async function settleRecordingBroadcasts(
+  services: Services,
+  facilitator: Facilitator,
+  proof: PaymentProof,
+  record: (rec: BroadcastRecord) => Promise<void>,
+  logFields: Record<string, string>,
+): Promise<{ outcome: SettleOutcome } | { nothingSent: unknown }> {
   let recorded = 0;
-  let outcome: SettleOutcome;
   try {
-    outcome = await facilitator.settle(proof, {
+    const outcome = await facilitator.settle(proof, {
       nowSec: unixSeconds(services.now()),
       waitMs: services.config.SVC_SETTLE_WAIT_MS,
       recordBroadcast: async (rec) => {
-        await recordBroadcast(services, attemptId, rec);
+        await record(rec);
         recorded += 1;
       },
     });
+    return { outcome };
   } catch (err) {
-    services.log.warn({ attempt: attemptId, err: err instanceof Error ? err.message : String(err), recorded }, 'facilitator settle failed');
-    if (recorded > 0) {
-      // Something may be on its way: the reconciler reads the chain.
-      outcome = { status: 'pending', reference: null };
-    } else {
-      const code: ReasonCode = err instanceof ApiError ? err.codes[0]! : 'FACILITATOR_UNAVAILABLE';
-      await resolveAttempt(services, attemptId, { status: 'failed', code, human: err instanceof ApiError ? err.human : 'The facilitator could not be reached.' }, { penalize: false });
-      throw err instanceof ApiError ? err : new ApiError('FACILITATOR_UNAVAILABLE', 'The facilitator could not be reached; nothing was sent. Retry the settle.');
-    }
+    services.log.warn({ ...logFields, err: err instanceof Error ? err.message : String(err), recorded }, 'facilitator settle failed');
+    return recorded > 0 ? { outcome: { status: 'pending', reference: null } } : { nothingSent: err };
   }
-  return resolveAttempt(services, attemptId, outcome, known);
 }
 
 /**

@@ -21,6 +21,7 @@ import { fromBaseUnits, placesOf, toBaseUnitsDown } from '../../lib/money.js';
 import { unixSeconds } from '../../lib/time.js';
 import { facilitatorFor } from '../../rails/index.js';
 import type { BroadcastRecord, Facilitator, PaymentProof, SettleOutcome } from '../../rails/types.js';
+import { settleRecordingBroadcasts } from './engine.js';
 import { signRefundReceipt } from '../gate/index.js';
 import { findMerchantByIdOrFail } from '../merchants/index.js';
 import { addRefunded, orderById } from '../orders/index.js';
@@ -338,28 +339,14 @@ async function recordRefundBroadcast(services: Services, refundId: string, rec: 
  * caller); with a transaction stored the refund stays pending for the reconciler.
  */
 async function driveRefund(services: Services, refundId: string, proof: PaymentProof, facilitator: Facilitator, ctx?: Ctx): Promise<AuthorizeOutcome> {
-  let recorded = 0;
-  let outcome: SettleOutcome;
-  try {
-    outcome = await facilitator.settle(proof, {
-      nowSec: unixSeconds(services.now()),
-      waitMs: services.config.SVC_SETTLE_WAIT_MS,
-      recordBroadcast: async (rec) => {
-        await recordRefundBroadcast(services, refundId, rec);
-        recorded += 1;
-      },
-    });
-  } catch (err) {
-    services.log.warn({ refund: refundId, err: err instanceof Error ? err.message : String(err), recorded }, 'facilitator refund settle failed');
-    if (recorded > 0) {
-      outcome = { status: 'pending', reference: null };
-    } else {
-      // Nothing was sent: the refund goes back to awaiting its authorization (sign and send it again).
-      await unauthorize(services, refundId);
-      throw err instanceof ApiError ? err : new ApiError('FACILITATOR_UNAVAILABLE', 'The facilitator could not be reached; nothing was sent. Authorize the refund again.');
-    }
+  const settled = await settleRecordingBroadcasts(services, facilitator, proof, (rec) => recordRefundBroadcast(services, refundId, rec), { refund: refundId });
+  if ('nothingSent' in settled) {
+    // Nothing was sent: the refund goes back to awaiting its authorization (sign and send it again).
+    await unauthorize(services, refundId);
+    const err = settled.nothingSent;
+    throw err instanceof ApiError ? err : new ApiError('FACILITATOR_UNAVAILABLE', 'The facilitator could not be reached; nothing was sent. Authorize the refund again.');
   }
-  return resolveRefund(services, refundId, outcome, ctx);
+  return resolveRefund(services, refundId, settled.outcome, ctx);
 }
 
 /** Compensation for a facilitator that refused before sending anything: pending back to requires_authorization. */
