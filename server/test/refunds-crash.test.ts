@@ -1,17 +1,12 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
 import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { createScratchDatabase } from '../src/db/scratch.js';
 import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
-import { startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
+import { USDC_BASE } from './helpers/anvil.js';
+import { useLiveProcess } from './helpers/live-process.js';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '@svc/contract';
 import { signPayment } from './helpers/agent.js';
-import { freePort } from './helpers/spawn.js';
 
 /**
  * kill -9 of a real server process (`tsx server/src/main.ts`) while live refunds are being
@@ -20,91 +15,14 @@ import { freePort } from './helpers/spawn.js';
  * refund.succeeded and the order's amount_refunded counting it, and every one that did not move
  * failed with no money moved.
  */
-const ROOT = join(import.meta.dirname, '..', '..');
-// node itself with the tsx loader (not the tsx CLI, which runs the server in a child that SIGKILL would orphan).
-const NODE_ARGS = ['--import', 'tsx'];
-
-let chain: Anvil;
-let env: Record<string, string>;
-let cleanup: () => Promise<void> = async () => undefined;
-let server: ChildProcess | null = null;
-let baseUrl = '';
-
-
-async function startServer(): Promise<void> {
-  const port = await freePort();
-  baseUrl = `http://127.0.0.1:${port}`;
-  server = spawn(process.execPath, [...NODE_ARGS, 'server/src/main.ts'], { cwd: ROOT, env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  server.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (server.exitCode !== null) throw new Error(`server exited: ${stderr.slice(-2000)}`);
-    try {
-      if ((await fetch(`${baseUrl}/healthz`)).ok) return;
-    } catch {
-      /* not listening yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`server did not start: ${stderr.slice(-2000)}`);
-}
-
-async function kill9(): Promise<void> {
-  const proc = server!;
-  await new Promise<void>((resolve) => {
-    proc.once('exit', () => resolve());
-    proc.kill('SIGKILL');
-  });
-  server = null;
-}
-
-async function call(method: string, path: string, opts: { key?: string; body?: unknown } = {}) {
-  const res = await fetch(baseUrl + path, {
-    method,
-    headers: { ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}), ...(opts.body ? { 'content-type': 'application/json' } : {}) },
-    body: opts.body ? JSON.stringify(opts.body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
-}
-
-beforeAll(async () => {
-  chain = await startAnvil({ blockTime: 2 });
-  const relayers = [generatePrivateKey(), generatePrivateKey()];
-  for (const k of relayers) await chain.setEthBalance(privateKeyToAccount(k).address, 10n ** 19n);
-  env = {
-    PATH: process.env.PATH ?? '',
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'warn',
-    SVC_MASTER_KEY: randomBytes(32).toString('hex'),
-    SVC_LIVE_FACILITATOR: 'onchain',
-    SVC_RPC_URL_BASE: chain.rpcUrl,
-    SVC_RELAYER_PRIVATE_KEYS: relayers.join(','),
-    SVC_SETTLE_WAIT_MS: '20000',
-    SVC_RECONCILE_INTERVAL_MS: '300',
-  };
-  if (process.env.DATABASE_URL) {
-    const scratch = await createScratchDatabase(process.env.DATABASE_URL, 'svc_rcrash', 10);
-    env.DATABASE_URL = (scratch.target as { url: string }).url;
-    cleanup = scratch.drop;
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-rcrash-'));
-    env.SVC_DATA_DIR = dir;
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  }
-}, 120_000);
-afterAll(async () => {
-  if (server) await kill9();
-  await cleanup();
-  await chain?.stop();
-});
+const live = useLiveProcess('rcrash');
+const { call, kill9 } = live;
+const startServer = live.start;
 
 describe('kill -9 during live refunds', () => {
   it('GIVEN refund transfers in flight WHEN the server is killed with SIGKILL and restarted THEN every moved transfer has exactly one succeeded refund and event, and every unmoved one moved nothing', async () => {
-    const cli = spawnSync(process.execPath, [...NODE_ARGS, 'server/src/cli.ts', 'keys', 'create', '--mode', 'live', '--json'], { cwd: ROOT, env, encoding: 'utf8' });
-    expect(cli.status, cli.stderr).toBe(0);
-    const key = JSON.parse(cli.stdout).secret as string;
+    // The first live key, minted by the admin CLI before the server holds the database.
+    const key = live.liveKey();
 
     await startServer();
     const wallet = privateKeyToAccount(generatePrivateKey());
@@ -119,7 +37,7 @@ describe('kill -9 during live refunds', () => {
     // N orders paid on chain, settled concurrently (one block for all).
     const N = 8;
     const buyers = Array.from({ length: N }, () => privateKeyToAccount(generatePrivateKey()));
-    for (const b of buyers) await chain.mintUsdc(b.address, 10_000_000n);
+    for (const b of buyers) await live.chain.mintUsdc(b.address, 10_000_000n);
     const orderIds = await Promise.all(
       buyers.map(async (b) => {
         const s = await call('POST', `${base}/agent/checkout`, { body: { agent_id: randomUUID(), items: [{ sku: 'tea', qty: 1 }] } });
@@ -129,7 +47,7 @@ describe('kill -9 during live refunds', () => {
         return paid.body.order_id as string;
       }),
     );
-    expect(await chain.usdcBalance(wallet.address)).toBe(BigInt(N) * 1_250_000n);
+    expect(await live.chain.usdcBalance(wallet.address)).toBe(BigInt(N) * 1_250_000n);
 
     // A full refund of each, signed by the merchant's receiving key.
     const refunds: Array<{ id: string; orderId: string; buyer: Address; nonce: Hex; signature: Hex }> = [];
@@ -150,12 +68,12 @@ describe('kill -9 during live refunds', () => {
     const inFlight = refunds.map((r) => call('POST', `/v1/refunds/${r.id}/authorize`, { key, body: { signature: r.signature } }).catch(() => null));
     const seen = Date.now() + 30_000;
     for (;;) {
-      const pool = await chain.rpc<{ pending: string }>('txpool_status');
+      const pool = await live.chain.rpc<{ pending: string }>('txpool_status');
       if (Number(pool.pending) >= 1 || Date.now() > seen) break;
       await new Promise((r) => setTimeout(r, 20));
     }
     await kill9();
-    // The kill cut authorizations mid-flight: the restarted worker finishes them from the chain.
+    // The kill cut authorizations mid-flight: the restarted worker finishes them from the live.chain.
     const unanswered = (await Promise.all(inFlight)).filter((a) => a === null || a.status !== 200).length;
     expect(unanswered).toBeGreaterThan(0);
 
@@ -174,26 +92,26 @@ describe('kill -9 during live refunds', () => {
     const events = (await call('GET', '/v1/events?limit=100', { key })).body.data as Array<{ type: string; data: { object: { id: string } } }>;
     let moved = 0;
     for (const r of refunds) {
-      const used = await chain.client.readContract({ address: USDC_BASE, abi: EIP3009_TOKEN_ABI, functionName: 'authorizationState', args: [wallet.address, r.nonce] });
+      const used = await live.chain.client.readContract({ address: USDC_BASE, abi: EIP3009_TOKEN_ABI, functionName: 'authorizationState', args: [wallet.address, r.nonce] });
       const succeeded = events.filter((e) => e.type === 'refund.succeeded' && e.data.object.id === r.id);
       const order = orders.find((o) => o.id === r.orderId)!;
       const refund = (await call('GET', `/v1/refunds/${r.id}`, { key })).body;
       if (used) {
         moved += 1;
         expect(refund.status).toBe('succeeded');
-        expect((await chain.client.getTransactionReceipt({ hash: refund.transaction })).status).toBe('success');
+        expect((await live.chain.client.getTransactionReceipt({ hash: refund.transaction })).status).toBe('success');
         expect(succeeded).toHaveLength(1);
         expect(order).toMatchObject({ amount_refunded: '1.25', refund_status: 'full' });
-        expect(await chain.usdcBalance(r.buyer)).toBe(10_000_000n);
+        expect(await live.chain.usdcBalance(r.buyer)).toBe(10_000_000n);
       } else {
         // A refund that did not move is failed or, if nothing was sent before the kill, authorizable again.
         expect(['failed', 'requires_authorization']).toContain(refund.status);
         expect(succeeded).toHaveLength(0);
         expect(order).toMatchObject({ amount_refunded: '0.00', refund_status: 'none' });
-        expect(await chain.usdcBalance(r.buyer)).toBe(10_000_000n - 1_250_000n);
+        expect(await live.chain.usdcBalance(r.buyer)).toBe(10_000_000n - 1_250_000n);
       }
     }
-    expect(await chain.usdcBalance(wallet.address)).toBe(BigInt(N - moved) * 1_250_000n);
+    expect(await live.chain.usdcBalance(wallet.address)).toBe(BigInt(N - moved) * 1_250_000n);
     expect(moved).toBeGreaterThan(0);
   }, 300_000);
 });
