@@ -3,9 +3,9 @@ import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import { TRANSFER_WITH_AUTHORIZATION_TYPES, type Refund } from '@svc/contract';
+import type { Refund } from '@svc/contract';
 import { startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
-import { publishedMerchant, signPayment } from './helpers/agent.js';
+import { publishedMerchant, signPayment, signRefund } from './helpers/agent.js';
 import { expectError, sql } from './helpers/foundation.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
 import { startLiveApp } from './helpers/live.js';
@@ -54,22 +54,6 @@ async function paidOrder(at = { app: () => app, base: () => base }): Promise<{ o
   return { orderId: res.body.order_id, buyer };
 }
 
-async function signRefund(account: PrivateKeyAccount, refund: Refund): Promise<Hex> {
-  const td = refund.authorization_request!.typed_data;
-  return account.signTypedData({
-    domain: { ...td.domain, verifyingContract: td.domain.verifyingContract as Hex },
-    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
-    primaryType: 'TransferWithAuthorization',
-    message: {
-      from: td.message.from as Hex,
-      to: td.message.to as Hex,
-      value: BigInt(td.message.value),
-      validAfter: BigInt(td.message.validAfter),
-      validBefore: BigInt(td.message.validBefore),
-      nonce: td.message.nonce as Hex,
-    },
-  });
-}
 
 const create = (body: Record<string, unknown>) => app.request<Refund>('POST', '/v1/refunds', { key, body });
 const authorize = (id: string, signature: string) => app.request<Refund>('POST', `/v1/refunds/${id}/authorize`, { key, body: { signature } });

@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader } from 'jose';
-import type { Hex } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
-import { TRANSFER_WITH_AUTHORIZATION_TYPES, type Refund } from '@svc/contract';
+import type { Refund } from '@svc/contract';
 import { MockFacilitator } from '../src/rails/index.js';
 import { startSettlementWorker } from '../src/modules/settlement/reconciler.js';
 import { startWebhookWorker } from '../src/modules/webhooks/worker.js';
 import { verifyWebhook } from '@svc/sdk';
 import { createEndpoint, Receiver } from './helpers/webhooks.js';
-import { newBuyer, publishedMerchant } from './helpers/agent.js';
+import { newBuyer, publishedMerchant, signRefund } from './helpers/agent.js';
 import { openSession, payX402 } from './helpers/agent-protocol.js';
 import { expectError, sql } from './helpers/foundation.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
@@ -46,23 +45,6 @@ async function paidOrder(items = [{ sku: 'beans', qty: 1 }]): Promise<{ orderId:
   return { orderId: res.body.order_id, buyer, total: s.pr.amount };
 }
 
-/** Signs a refund's authorization_request with a viem account, as a merchant script would. */
-async function signRefund(account: PrivateKeyAccount, refund: Refund): Promise<Hex> {
-  const td = refund.authorization_request!.typed_data;
-  return account.signTypedData({
-    domain: { ...td.domain, verifyingContract: td.domain.verifyingContract as Hex },
-    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
-    primaryType: 'TransferWithAuthorization',
-    message: {
-      from: td.message.from as Hex,
-      to: td.message.to as Hex,
-      value: BigInt(td.message.value),
-      validAfter: BigInt(td.message.validAfter),
-      validBefore: BigInt(td.message.validBefore),
-      nonce: td.message.nonce as Hex,
-    },
-  });
-}
 
 const create = (body: Record<string, unknown>, key: TestKey = shop.key, headers: Record<string, string> = {}) =>
   app.request<Refund>('POST', '/v1/refunds', { key, body, headers });

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Hex } from 'viem';
-import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '@svc/contract';
+import { TRANSFER_WITH_AUTHORIZATION_TYPES, type Refund } from '@svc/contract';
 import { merchantBody, type TestApp, type TestKey } from './harness.js';
 
 export const USDC_SEPOLIA = '0x036CbD53842c5426634e7929541eC2318f3dCF7e' as const;
@@ -70,3 +70,24 @@ export async function publishedMerchant(
 }
 
 export const agentId = () => randomUUID();
+
+/**
+ * Signs a refund's authorization_request with a viem account, as a merchant script would, from
+ * the typed data as answered (no check of the signer: the tests also sign with the wrong one).
+ */
+export async function signRefund(account: PrivateKeyAccount, refund: Refund): Promise<Hex> {
+  const td = refund.authorization_request!.typed_data;
+  return account.signTypedData({
+    domain: { ...td.domain, verifyingContract: td.domain.verifyingContract as Hex },
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+    primaryType: 'TransferWithAuthorization',
+    message: {
+      from: td.message.from as Hex,
+      to: td.message.to as Hex,
+      value: BigInt(td.message.value),
+      validAfter: BigInt(td.message.validAfter),
+      validBefore: BigInt(td.message.validBefore),
+      nonce: td.message.nonce as Hex,
+    },
+  });
+}
