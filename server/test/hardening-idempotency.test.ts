@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ulid } from 'ulid';
+import type { Refund } from '@svc/contract';
 import { canonicalJson } from '../src/lib/canonical-json.js';
 import { sha256 } from '../src/lib/crypto.js';
 import { merchantBody, TestApp, type TestKey } from './helpers/harness.js';
 import { expectError, sql } from './helpers/foundation.js';
-import { newBuyer, publishedMerchant } from './helpers/agent.js';
+import { newBuyer, publishedMerchant, signRefund } from './helpers/agent.js';
 import { openSession, payX402 } from './helpers/agent-protocol.js';
 import { contractRoutes, takesIdempotencyKey } from '../../scripts/emit-openapi.js';
 import { DomainProofWorld, proofDomain, type ProofInstructions } from './helpers/domain-proof.js';
@@ -155,7 +156,25 @@ describe('issue 24.7: an idempotent write and its stored response commit togethe
     return s.id;
   };
 
+  /** A merchant whose sales are accepted, receiving on a wallet this test holds (the refunds' signer). */
+  let refundShop: Awaited<ReturnType<typeof publishedMerchant>>;
+  const refundWallet = newBuyer();
+  /** An accepted x402 order of refundShop, for a refund. */
+  const paidOrderId = async () => {
+    const s = await openSession(app, refundShop.base, [{ sku: 'beans', qty: 1 }]);
+    const { res } = await payX402(app, refundShop.base, s, newBuyer());
+    expect(res.status, res.text).toBe(200);
+    return res.body.order_id as string;
+  };
+  /** A refund awaiting its authorization, made without an Idempotency-Key. */
+  const newRefund = async () => {
+    const r = await app.request<Refund>('POST', '/v1/refunds', { key, body: { order_id: await paidOrderId() } });
+    expect(r.status, r.text).toBe(201);
+    return r.body;
+  };
+
   beforeAll(async () => {
+    refundShop = await publishedMerchant(app, { key, merchant: { receiving: { x402: { chain: 'base-sepolia', address: refundWallet.address }, mock: { account: 'acct_test' } } } });
     shop = await publishedMerchant(app, { key, policy: { holdForReviewBelowTier: 'standard', requireMandateOverUsd: null } });
     const ep = await app.request('POST', '/v1/webhooks/endpoints', { key, body: { url: 'http://127.0.0.1:9/hook', enabled_events: ['*'] } });
     expect(ep.status, ep.text).toBe(201);
@@ -206,6 +225,16 @@ describe('issue 24.7: an idempotent write and its stored response commit togethe
         return { method: 'POST', path: `/v1/merchants/${m.body.id}/domain/verify` };
       },
     },
+    { name: 'POST /v1/refunds', status: 201, request: async () => ({ method: 'POST', path: '/v1/refunds', body: { order_id: await paidOrderId(), reason: 'requested_by_customer' } }) },
+    {
+      name: 'POST /v1/refunds/{id}/authorize',
+      status: 200,
+      request: async () => {
+        const r = await newRefund();
+        return { method: 'POST', path: `/v1/refunds/${r.id}/authorize`, body: { signature: await signRefund(refundWallet, r) } };
+      },
+    },
+    { name: 'POST /v1/refunds/{id}/cancel', status: 200, request: async () => ({ method: 'POST', path: `/v1/refunds/${(await newRefund()).id}/cancel` }) },
     { name: 'POST /v1/ingest/session', status: 200, request: async () => ({ method: 'POST', path: '/v1/ingest/session', body: { session: ingested(randomUUID(), shop.merchant.id) } }) },
     {
       name: 'POST /v1/ingest/order',

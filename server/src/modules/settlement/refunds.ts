@@ -277,6 +277,10 @@ export async function authorizeRefund(ctx: AuthedCtx, id: string, signature: str
     r.leaseUntil = new Date(now.getTime() + services.config.SVC_SETTLE_WAIT_MS + LEASE_MARGIN_MS);
     r.updatedAt = now;
     await tx.flush();
+    // For an Idempotency-Key, the pending answer commits with phase 1 (provisionally; phase 3's
+    // answer replaces it): a crash before the transfer's outcome leaves a retry that finds the
+    // refund pending, never a key with no answer for a refund that moved on.
+    await ctx.idempotency?.completeIn(tx, 202, presentRefund(r), { provisional: true });
     return r;
   });
   if (!pending) {
