@@ -50,6 +50,8 @@ describe('order feed', () => {
       receipt_id: expect.stringMatching(/^rcpt_/),
       mandate_type: 'none',
       trust_tier: 'cautious',
+      amount_refunded: '0.00',
+      refund_status: 'none',
       livemode: false,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/),
     });
