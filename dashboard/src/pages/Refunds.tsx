@@ -27,7 +27,8 @@ const HOLDS_AMOUNT: ReadonlySet<RefundStatus> = new Set(['requires_authorization
 
 export function RefundStatusBadge({ status }: { status: RefundStatus }) {
   return (
-    <Badge color={STATUS_COLOR[status]} variant="light" data-testid="refund-status">
+    // min-width: max-content, so a narrow table column never cuts the status short ("SUCCEED…").
+    <Badge color={STATUS_COLOR[status]} variant="light" data-testid="refund-status" style={{ minWidth: 'max-content' }}>
       {status.replaceAll('_', ' ')}
     </Badge>
   );
