@@ -27,8 +27,7 @@ const HOLDS_AMOUNT: ReadonlySet<RefundStatus> = new Set(['requires_authorization
 
 export function RefundStatusBadge({ status }: { status: RefundStatus }) {
   return (
-    // min-width: max-content, so a narrow table column never cuts the status short ("SUCCEED…").
-    <Badge color={STATUS_COLOR[status]} variant="light" data-testid="refund-status" style={{ minWidth: 'max-content' }}>
+    <Badge color={STATUS_COLOR[status]} variant="light" data-testid="refund-status">
       {status.replaceAll('_', ' ')}
     </Badge>
   );
