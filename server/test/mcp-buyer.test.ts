@@ -214,7 +214,7 @@ describe('svc-mcp over stdio', () => {
     expect(body(await buyer.call('spending'))).toMatchObject({ spent_today: '4.50', pending_today: '0.00' });
   });
 
-  it('GIVEN a restart on the same spending file WHEN the agent buys 6.00 THEN still refused by the daily limit; a held order counts until declined and its authorization expires; two concurrent 4.50 buys: exactly one passes', async () => {
+  it('GIVEN a restart on the same spending file WHEN the agent buys 6.00 THEN it is still refused by the daily limit', async () => {
     await buyer.close();
     expect(JSON.parse(readFileSync(SPENDING_FILE, 'utf8')).entries).toMatchObject({ [`${shop.merchant.id}/${firstOrder.session_id}`]: { amount: '4500000', status: 'spent' } });
     buyer = await launch({ ...LIMITS, SVC_MCP_ALLOWED_MERCHANTS: allowList });
@@ -223,27 +223,35 @@ describe('svc-mcp over stdio', () => {
     const refused = await buyer.call('buy', { merchant: url(shop.merchant.slug), items: [{ sku: 'tea', qty: 2 }] });
     expect(body(refused)).toMatchObject({ reason_codes: ['LIMIT_PER_DAY_EXCEEDED'], over_by: '0.50' });
     expect(await attemptsOf(body(refused).session_id)).toEqual([]);
+  });
 
-    // A hold: actionable, and counted while the merchant reviews it.
-    const held = await buyer.call('buy', { merchant: url(heldShop.merchant.id), items: [{ sku: 'sticker', qty: 1 }] });
-    expect(held.isError, text(held)).toBeFalsy();
-    expect(body(held)).toMatchObject({ status: 'hold', amount: '0.50' });
-    expect(body(held).next).toContain('get_order_status');
-    expect(body(await buyer.call('spending'))).toMatchObject({ spent_today: '4.50', pending_today: '0.50', remaining_today: '5.00' });
-    const decline = await app.request('POST', `/v1/sessions/${body(held).session_id}/decline`, { key: heldShop.key });
-    expect(decline.status, decline.text).toBe(200);
-    const after = await buyer.call('get_order_status', { merchant: url(heldShop.merchant.id), session_id: body(held).session_id });
-    expect(after.isError).toBe(true);
-    expect(body(after)).toMatchObject({ status: 'rejected', reason_codes: ['MERCHANT_DECLINED'] });
-    // The declined authorization is still signed and valid for a few minutes: it stays counted until it expires.
-    expect(body(await buyer.call('spending'))).toMatchObject({ pending_today: '0.50', remaining_today: '5.00' });
-
-    // Reserved before signing: two 4.50 purchases against 5.00 left cannot both pass.
+  it('GIVEN 5.50 left today WHEN two 4.50 purchases run at once THEN exactly one is signed and accepted (the day is reserved before signing)', async () => {
     const both = await Promise.all([0, 1].map(() => buyer.call('buy', { merchant: url(shop.merchant.slug), items: [{ sku: 'coffee', qty: 1 }] })));
     const statuses = both.map((r) => body(r).status ?? body(r).reason_codes[0]).sort();
     expect(statuses).toEqual(['LIMIT_PER_DAY_EXCEEDED', 'accepted']);
     const refusedOne = both.find((r) => r.isError)!;
     expect(await attemptsOf(body(refusedOne).session_id)).toEqual([]);
+    expect(body(await buyer.call('spending'))).toMatchObject({ spent_today: '9.00', pending_today: '0.00', remaining_today: '1.00' });
+  });
+
+  it('GIVEN a merchant that holds orders for review WHEN the agent buys THEN an actionable hold, counted as pending; declined, it stays counted until its authorization expires', async () => {
+    const held = await buyer.call('buy', { merchant: url(heldShop.merchant.id), items: [{ sku: 'sticker', qty: 1 }] });
+    expect(held.isError, text(held)).toBeFalsy();
+    expect(body(held)).toMatchObject({ status: 'hold', amount: '0.50' });
+    expect(body(held).next).toContain('get_order_status');
+    expect(body(await buyer.call('spending'))).toMatchObject({ spent_today: '9.00', pending_today: '0.50', remaining_today: '0.50' });
+    const still = await buyer.call('get_order_status', { merchant: url(heldShop.merchant.id), session_id: body(held).session_id });
+    expect(body(still)).toMatchObject({ status: 'held' });
+
+    const decline = await app.request('POST', `/v1/sessions/${body(held).session_id}/decline`, { key: heldShop.key });
+    expect(decline.status, decline.text).toBe(200);
+    const after = await buyer.call('get_order_status', { merchant: url(heldShop.merchant.id), session_id: body(held).session_id });
+    expect(after.isError).toBe(true);
+    expect(body(after)).toMatchObject({ status: 'rejected', reason_codes: ['MERCHANT_DECLINED'] });
+    // The declined authorization is signed and valid for a few more minutes: counted until it expires.
+    const entry = JSON.parse(readFileSync(SPENDING_FILE, 'utf8')).entries[`${heldShop.merchant.id}/${body(held).session_id}`];
+    expect(entry).toMatchObject({ status: 'void', amount: '500000' });
+    expect(entry.valid_before).toBeGreaterThan(Date.now() / 1000);
     expect(body(await buyer.call('spending'))).toMatchObject({ spent_today: '9.00', pending_today: '0.50', remaining_today: '0.50' });
     await buyer.close();
   });
