@@ -42,11 +42,21 @@ export type BuyerServerOptions = {
   timeoutMs?: number;
 };
 
-/** A stable agent id for a wallet: reputation follows the wallet across restarts. */
+/** The namespace the service derives a payer's agent id in (server/src/modules/x402/agent-id.ts, docs/agent-protocol.md). */
+const X402_PAYER_NAMESPACE = '5b0c2f7e-3c1a-4d8e-9f60-7a2e1d4b8c93';
+
+/**
+ * The wallet's agent id: the name-based UUID (version 5) of the lower-cased address that the
+ * service gives an x402 payer without `X-Agent-Id`, so one wallet is one agent (one reputation)
+ * whether it buys through svc-mcp or a stock x402 client.
+ */
 export function agentIdFor(address: string): string {
-  const h = createHash('sha256').update(`svc-mcp agent ${address.toLowerCase()}`).digest('hex');
-  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  const ns = Buffer.from(X402_PAYER_NAMESPACE.replace(/-/g, ''), 'hex');
+  const b = createHash('sha1').update(ns).update(address.toLowerCase(), 'utf8').digest().subarray(0, 16);
+  b[6] = (b[6]! & 0x0f) | 0x50;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
 const usdc = (units: bigint) => `${formatBaseUnits(units)} USDC`;

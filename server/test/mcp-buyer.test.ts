@@ -13,6 +13,7 @@ import { ordersOf } from './helpers/agent-protocol.js';
 import { sql } from './helpers/foundation.js';
 import { buildPackages, ROOT } from './helpers/build.js';
 import { runCommand } from './helpers/spawn.js';
+import { payerAgentId } from '../src/modules/x402/agent-id.js';
 
 /**
  * The buyer's MCP server (`@svc/mcp`, bin `svc-mcp`) as an agent host runs it: the built bin
@@ -136,6 +137,8 @@ describe('svc-mcp over stdio', () => {
     const jwks = await app.request('GET', `/m/${shop.merchant.id}/.well-known/jwks.json`);
     const claims = await verifyReceipt(b.receipt, { jwks: jwks.body, expected: { merchantId: shop.merchant.id, orderId: b.order_id } });
     expect(claims).toMatchObject({ sessionId: b.session_id, agentId: agentIdFor(wallet.address) });
+    // the agent id the service gives this wallet as a plain x402 payer: one wallet, one reputation
+    expect(agentIdFor(wallet.address)).toBe(payerAgentId(wallet.address));
 
     const verified = await buyer.call('verify_receipt', { merchant: url(shop.merchant.slug), receipt: b.receipt });
     expect(body(verified)).toMatchObject({ valid: true, claims: { orderId: b.order_id } });
