@@ -256,6 +256,31 @@ describe('svc-mcp over stdio', () => {
     expect(entry).toMatchObject({ status: 'void', amount: '500000' });
     expect(entry.valid_before).toBeGreaterThan(Date.now() / 1000);
     expect(body(await buyer.call('spending'))).toMatchObject({ spent_today: '9.00', pending_today: '0.50', remaining_today: '0.50' });
+  });
+
+  it('GIVEN a held order the merchant approves after its authorization expired WHEN the agent asks its status THEN the wallet signs a fresh authorization for the same counted amount and the order settles', async () => {
+    const held = await buyer.call('buy', { merchant: url(heldShop.merchant.id), items: [{ sku: 'sticker', qty: 1 }] });
+    expect(body(held)).toMatchObject({ status: 'hold', amount: '0.50' });
+    expect(body(await buyer.call('spending'))).toMatchObject({ spent_today: '9.00', pending_today: '1.00', remaining_today: '0.00' });
+    // the review outlasts the 300 s authorization
+    const realNow = app.services.now;
+    const later = new Date(Date.now() + 400_000);
+    app.services.now = () => later;
+    let approved;
+    try {
+      approved = await app.request('POST', `/v1/sessions/${body(held).session_id}/approve`, { key: heldShop.key });
+    } finally {
+      app.services.now = realNow;
+    }
+    expect(approved.status, approved.text).toBe(202);
+    expect(approved.body.status).toBe('awaiting_reauthorization');
+
+    const done = await buyer.call('get_order_status', { merchant: url(heldShop.merchant.id), session_id: body(held).session_id });
+    expect(done.isError, text(done)).toBeFalsy();
+    expect(body(done)).toMatchObject({ status: 'accepted', amount: '0.50', receipt_verified: true });
+    expect(await ordersOf(app, body(held).session_id)).toMatchObject([{ id: body(done).order_id, decision: 'accept', settlement_ref: body(done).reference }]);
+    // counted once: the reservation became spent, no second 0.50
+    expect(body(await buyer.call('spending'))).toMatchObject({ spent_today: '9.50', pending_today: '0.50', remaining_today: '0.00' });
     await buyer.close();
   });
 
