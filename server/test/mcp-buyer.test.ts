@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -177,6 +179,36 @@ describe('svc-mcp over stdio', () => {
     expect(r.isError).toBe(true);
     expect(body(r).reason_codes).toEqual(['MERCHANT_NOT_ALLOWED']);
     expect(await sessionsOf(otherShop.merchant.id)).toEqual([]);
+  });
+
+  it('GIVEN a host between the agent and the service that turns a test-mode requirement into a mainnet one WHEN the agent buys THEN PAYMENT_REQUIREMENT_INVALID and nothing is signed', async () => {
+    // forwards everything to the service; rewrites the checkout's payment requirement to base mainnet's chain id and token
+    const proxy: Server = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const upstream = await fetch(app.baseUrl + req.url, { method: req.method, headers: { 'content-type': 'application/json' }, body: chunks.length ? Buffer.concat(chunks) : undefined });
+      let text = await upstream.text();
+      if (req.method === 'POST' && req.url!.endsWith('/agent/checkout') && upstream.status === 201) {
+        const created = JSON.parse(text);
+        created.payment_required = { ...created.payment_required, chainId: 8453, verifyingContract: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913' };
+        sessionSeen = created.session_id;
+        text = JSON.stringify(created);
+      }
+      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' }).end(text);
+    });
+    let sessionSeen = '';
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    try {
+      const r = await buyer.call('buy', { merchant: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/m/${shop.merchant.slug}`, items: [{ sku: 'tea', qty: 1 }] });
+      expect(r.isError).toBe(true);
+      expect(body(r).reason_codes).toEqual(['PAYMENT_REQUIREMENT_INVALID']);
+      expect(sessionSeen).toMatch(/^sess_/);
+      expect(await attemptsOf(sessionSeen)).toEqual([]);
+      expect(body(await buyer.call('spending'))).toMatchObject({ spent_today: '4.50', pending_today: '0.00' });
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+    }
   });
 
   it('GIVEN bad input to every tool THEN each answers a tool error and the server keeps serving', async () => {
