@@ -1,5 +1,5 @@
 /**
- * `npm run check:packages`: builds @svc/contract and @svc/sdk, packs them and runs publint
+ * `npm run check:packages`: builds @svc/contract, @svc/sdk and @svc/mcp, packs them and runs publint
  * (strict) and attw (ESM-only profile) on the tarballs, as sdk/test/packages.test.ts does.
  */
 import { spawnSync } from 'node:child_process';
@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildPackages, ROOT } from '../server/test/helpers/build.js';
 
-await buildPackages(['contract', 'sdk']);
+await buildPackages(['contract', 'sdk', 'mcp']);
 const dir = mkdtempSync(join(tmpdir(), 'svc-check-'));
 let failed = false;
 try {
-  for (const pkg of ['contract', 'sdk']) {
+  for (const pkg of ['contract', 'sdk', 'mcp']) {
     const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir, '--loglevel=error'], { cwd: join(ROOT, pkg), encoding: 'utf8' });
     if (packed.status !== 0) throw new Error(`npm pack ${pkg}: ${packed.stderr}`);
     const tgz = join(dir, (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename);

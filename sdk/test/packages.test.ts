@@ -9,7 +9,8 @@ import { buildPackages } from '../../server/test/helpers/build.js';
 import { runCommand, type Run } from '../../server/test/helpers/spawn.js';
 
 /**
- * The packages as a user gets them: both tarballs packed with `npm pack`, checked with
+ * The packages as a user gets them: the tarballs packed with `npm pack` (@svc/contract,
+ * @svc/sdk, and @svc/mcp, whose svc-mcp bin mcp-buyer.test.ts runs), checked with
  * publint and attw, installed with viem and zod into a throwaway project outside the
  * workspace, compiled there with plain tsc (nodenext and bundler, strict and
  * exactOptionalPropertyTypes; nodenext with skipLibCheck off, so our .d.ts are checked under
@@ -36,7 +37,7 @@ function ok(r: Run, what: string): Run {
 }
 
 const work = mkdtempSync(join(tmpdir(), 'svc-packages-'));
-const tarballs = { contract: '', sdk: '' };
+const tarballs = { contract: '', sdk: '', mcp: '' };
 const consumer = join(work, 'consumer');
 let app: TestApp;
 let key: TestKey;
@@ -62,9 +63,9 @@ const phase = (what: string) => process.stderr.write(`[packages] ${what} at ${((
 
 beforeAll(async () => {
   // The tarballs carry dist/: built the way `npm run build` does (prepack is skipped above).
-  await buildPackages(['contract', 'sdk']);
+  await buildPackages(['contract', 'sdk', 'mcp']);
   phase('built');
-  [tarballs.contract, tarballs.sdk] = await Promise.all([pack('contract'), pack('sdk')]);
+  [tarballs.contract, tarballs.sdk, tarballs.mcp] = await Promise.all([pack('contract'), pack('sdk'), pack('mcp')]);
   phase('packed');
 
   mkdirSync(consumer);
@@ -90,7 +91,7 @@ afterAll(async () => {
 });
 
 describe('published packages', () => {
-  it('GIVEN both tarballs THEN they hold the built JavaScript, declarations, maps, README and LICENSE, and nothing that needs the monorepo', async () => {
+  it('GIVEN the tarballs THEN they hold the built JavaScript, declarations, maps, README and LICENSE, and nothing that needs the monorepo', async () => {
     for (const [name, tgz] of Object.entries(tarballs)) {
       const files = ok(await run('tar', ['-tzf', tgz]), `tar ${name}`).stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
       expect(files, name).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/index.d.ts.map']));
@@ -106,10 +107,19 @@ describe('published packages', () => {
     expect(pkg.peerDependencies).toEqual({ viem: expect.stringMatching(/^\^2\./), zod: expect.stringMatching(/^\^3\./) });
     for (const d of Object.values({ ...(pkg.dependencies as object), ...(pkg.peerDependencies as object) }) as string[]) expect(d).toMatch(/^\^/);
     for (const sub of ['index', 'merchant', 'agent', 'webhooks']) expect(readdirSync(join(installed, 'dist'))).toContain(`${sub}.d.ts`);
+
+    // @svc/mcp: the svc-mcp bin, runnable by npx with its dependencies (not peers)
+    const mcpFiles = ok(await run('tar', ['-tzf', tarballs.mcp]), 'tar mcp').stdout;
+    expect(mcpFiles).toContain('package/dist/bin.js');
+    const mcpPkg = JSON.parse(ok(await run('tar', ['-xzOf', tarballs.mcp, 'package/package.json']), 'tar mcp package.json').stdout) as Record<string, any>;
+    expect(mcpPkg.bin).toEqual({ 'svc-mcp': './dist/bin.js' });
+    expect(Object.keys(mcpPkg.dependencies).sort()).toEqual(['@modelcontextprotocol/sdk', '@svc/contract', '@svc/sdk', 'viem', 'zod']);
+    for (const d of Object.values(mcpPkg.dependencies) as string[]) expect(d).toMatch(/^\^/);
+    expect(ok(await run('tar', ['-xzOf', tarballs.mcp, 'package/dist/bin.js']), 'tar mcp bin').stdout.startsWith('#!/usr/bin/env node\n')).toBe(true);
   });
 
-  it('GIVEN both tarballs THEN publint (strict) and attw (ESM-only profile) report no problem', async () => {
-    for (const tgz of [tarballs.contract, tarballs.sdk]) {
+  it('GIVEN the three tarballs THEN publint (strict) and attw (ESM-only profile) report no problem', async () => {
+    for (const tgz of [tarballs.contract, tarballs.sdk, tarballs.mcp]) {
       const lint = await run(process.execPath, [join(ROOT, 'node_modules/publint/src/cli.js'), 'run', '--strict', tgz]);
       expect(lint.code, lint.stdout + lint.stderr).toBe(0);
       expect(lint.stdout).toContain('All good!');

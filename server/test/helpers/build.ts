@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 export const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 
-type Pkg = 'contract' | 'sdk' | 'server';
-const DEPS: Record<Pkg, Pkg[]> = { contract: [], sdk: ['contract'], server: ['contract'] };
+type Pkg = 'contract' | 'sdk' | 'mcp' | 'server';
+const DEPS: Record<Pkg, Pkg[]> = { contract: [], sdk: ['contract'], mcp: ['contract', 'sdk'], server: ['contract'] };
 
 function hashTree(h: ReturnType<typeof createHash>, dir: string) {
   for (const name of readdirSync(dir).sort()) {
@@ -60,7 +60,7 @@ function tsc(project: string): Promise<void> {
  * another is rewriting.
  */
 export async function buildPackages(pkgs: Pkg[]): Promise<void> {
-  const order: Pkg[] = (['contract', 'sdk', 'server'] as const).filter((p) => pkgs.includes(p) || pkgs.some((q) => DEPS[q].includes(p)));
+  const order: Pkg[] = (['contract', 'sdk', 'mcp', 'server'] as const).filter((p) => pkgs.includes(p) || pkgs.some((q) => DEPS[q].includes(p)));
   const release = await lock();
   try {
     for (const pkg of order) {
