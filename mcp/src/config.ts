@@ -16,6 +16,12 @@ export type BuyerConfig = {
   maxPerDay: bigint;
   /** Lower-cased merchant ids, slugs or domains; null: any merchant. */
   allowedMerchants: string[] | null;
+  /**
+   * Hosts (`host[:port]`, lower-cased) of the svc-checkout deployments whose merchant ids and
+   * slugs `allowedMerchants` names: an id or slug entry matches only a manifest read from one of
+   * them (anyone can serve a manifest that claims a merchant's id).
+   */
+  serviceHosts: string[];
   allowedChains: ChainName[];
   spendingFile: string;
   /** A stable UUID for reputation; derived from the wallet address when not set. */
@@ -38,6 +44,9 @@ function amount(env: Record<string, string | undefined>, name: string, fallback:
   return units;
 }
 
+/** An allowlist entry that is a merchant id or slug (no dot, not localhost), not a domain. */
+export const isMerchantRef = (entry: string) => !entry.includes('.') && entry !== 'localhost';
+
 /** Reads and checks the whole configuration once, at start. */
 export function loadBuyerConfig(env: Record<string, string | undefined>): BuyerConfig {
   const rawKey = env.SVC_WALLET_PRIVATE_KEY?.trim();
@@ -50,6 +59,21 @@ export function loadBuyerConfig(env: Record<string, string | undefined>): BuyerC
   for (const c of chains) {
     if (!(c in CHAINS)) throw new ConfigError(`SVC_MCP_ALLOWED_CHAINS: unknown chain ${JSON.stringify(c)} (known: ${Object.keys(CHAINS).join(', ')})`);
   }
+  const allowedMerchants = list(env.SVC_MCP_ALLOWED_MERCHANTS);
+  const serviceHosts = (list(env.SVC_MCP_SERVICE_URL) ?? []).map((u) => {
+    try {
+      const parsed = new URL(u);
+      if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new Error('not http');
+      return parsed.host;
+    } catch {
+      throw new ConfigError(`SVC_MCP_SERVICE_URL: ${JSON.stringify(u)} is not an http(s) URL such as https://checkout.example.com`);
+    }
+  });
+  if (allowedMerchants?.some(isMerchantRef) && serviceHosts.length === 0) {
+    throw new ConfigError(
+      'SVC_MCP_ALLOWED_MERCHANTS names merchant ids or slugs: set SVC_MCP_SERVICE_URL to the svc-checkout deployment they belong to (ids and slugs are only trusted from its hosts), or list the merchants by domain',
+    );
+  }
   const agentId = env.SVC_MCP_AGENT_ID?.trim() || undefined;
   if (agentId !== undefined && !UUID.test(agentId)) throw new ConfigError('SVC_MCP_AGENT_ID must be a UUID');
 
@@ -57,7 +81,8 @@ export function loadBuyerConfig(env: Record<string, string | undefined>): BuyerC
     privateKey: `0x${hex.toLowerCase()}`,
     maxPerPayment: amount(env, 'SVC_MCP_MAX_PER_PAYMENT', DEFAULTS.maxPerPayment),
     maxPerDay: amount(env, 'SVC_MCP_MAX_PER_DAY', DEFAULTS.maxPerDay),
-    allowedMerchants: list(env.SVC_MCP_ALLOWED_MERCHANTS),
+    allowedMerchants,
+    serviceHosts,
     allowedChains: chains as ChainName[],
     spendingFile: env.SVC_MCP_SPENDING_FILE?.trim() || join(homedir(), '.svc-mcp', 'spending.json'),
     agentId,

@@ -117,10 +117,17 @@ export function createBuyerServer(config: BuyerConfig, options: BuyerServerOptio
 
   const discover = (merchant: string) => agent.discover(merchant);
 
-  /** The names an allowlist entry can match: the merchant id, `/m/<ref>` of the URL, the host read from, the verified domain. */
+  /**
+   * The names an allowlist entry can match. The host the manifest was read from always (TLS
+   * vouches for it). The merchant id, the `/m/<ref>` of the URL and the verified domain only when
+   * that host is one of the svc-checkout deployments configured (SVC_MCP_SERVICE_URL): any other
+   * server can serve a manifest that claims an allowed merchant's id, with its own pay-to address.
+   */
   const merchantNames = (handle: MerchantHandle): Set<string> => {
     const url = new URL(handle.manifestUrl);
-    const names = new Set([handle.merchantId.toLowerCase(), url.hostname.toLowerCase()]);
+    const names = new Set([url.hostname.toLowerCase()]);
+    if (!config.serviceHosts.includes(url.host.toLowerCase())) return names;
+    names.add(handle.merchantId.toLowerCase());
     const ref = /^\/m\/([^/]+)\//.exec(url.pathname)?.[1];
     if (ref) names.add(decodeURIComponent(ref).toLowerCase());
     if (handle.manifest.merchant.domain_verified) names.add(handle.manifest.merchant.domain.toLowerCase());
@@ -135,7 +142,7 @@ export function createBuyerServer(config: BuyerConfig, options: BuyerServerOptio
     if (!isAllowed(handle)) {
       throw new Refusal(
         'MERCHANT_NOT_ALLOWED',
-        `Refused: merchant ${handle.merchantId} (${handle.manifest.merchant.name}) is not in this wallet's allowed merchants (SVC_MCP_ALLOWED_MERCHANTS). Nothing was signed.`,
+        `Refused: merchant ${handle.merchantId} (${handle.manifest.merchant.name}) is not in this wallet's allowed merchants (SVC_MCP_ALLOWED_MERCHANTS; ids and slugs count only on the hosts of SVC_MCP_SERVICE_URL, domains only on their own host). Nothing was signed.`,
         { merchant_id: handle.merchantId },
       );
     }

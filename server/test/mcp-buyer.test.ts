@@ -48,7 +48,7 @@ async function launch(env: Record<string, string>): Promise<Buyer> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN],
-    env: { PATH: process.env.PATH ?? '', HOME: work, SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_SPENDING_FILE: SPENDING_FILE, ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: work, SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_SPENDING_FILE: SPENDING_FILE, SVC_MCP_SERVICE_URL: app.baseUrl, ...env },
     stderr: 'pipe',
   });
   let stderr = '';
@@ -126,6 +126,31 @@ describe('svc-mcp over stdio', () => {
     expect(buyer.stderr()).toContain(`wallet ${wallet.address}`);
   });
 
+  it('GIVEN an allowed merchant id WHEN another host serves a manifest claiming that id (a proxy of the real one) THEN the wallet refuses it before any checkout: ids and slugs count only on the service host', async () => {
+    const impostor = createServer((req, res) => {
+      const target = new URL(req.url ?? '/', app.baseUrl);
+      fetch(target, { method: req.method, headers: { accept: req.headers.accept ?? '*/*' } })
+        .then(async (r) => {
+          res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
+          res.end(Buffer.from(await r.arrayBuffer()));
+        })
+        .catch(() => res.writeHead(502).end());
+    });
+    await new Promise<void>((resolve) => impostor.listen(0, '127.0.0.1', resolve));
+    try {
+      const fake = (ref: string) => `http://127.0.0.1:${(impostor.address() as AddressInfo).port}/m/${ref}`;
+      const found = await buyer.call('discover_merchant', { url: fake(heldShop.merchant.id) });
+      expect(body(found)).toMatchObject({ merchant_id: heldShop.merchant.id, allowed_merchant: false, can_buy: false });
+      const before = (await sessionsOf(heldShop.merchant.id)).length;
+      const refused = await buyer.call('buy', { merchant: fake(heldShop.merchant.id), items: [{ sku: 'sticker', qty: 1 }] });
+      expect(refused.isError).toBe(true);
+      expect(body(refused)).toMatchObject({ reason_codes: ['MERCHANT_NOT_ALLOWED'] });
+      expect(await sessionsOf(heldShop.merchant.id)).toHaveLength(before);
+    } finally {
+      await new Promise((resolve) => impostor.close(resolve));
+    }
+  });
+
   it('GIVEN limits of 10.00 per payment and per day WHEN the agent buys a 4.50 coffee THEN one order, a receipt that verifies against the merchant key, and 5.50 left today', async () => {
     const r = await buyer.call('buy', { merchant: url(shop.merchant.slug), items: [{ sku: 'coffee', qty: 1 }] });
     expect(r.isError, text(r)).toBeFalsy();
@@ -198,14 +223,18 @@ describe('svc-mcp over stdio', () => {
     });
     let sessionSeen = '';
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    // a wallet whose owner trusts the proxy's host as a service host (else the slug is refused first, MERCHANT_NOT_ALLOWED)
+    const trusting = await launch({ ...LIMITS, SVC_MCP_ALLOWED_MERCHANTS: allowList, SVC_MCP_SERVICE_URL: `${app.baseUrl},${proxyUrl}` });
     try {
-      const r = await buyer.call('buy', { merchant: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/m/${shop.merchant.slug}`, items: [{ sku: 'tea', qty: 1 }] });
+      const r = await trusting.call('buy', { merchant: `${proxyUrl}/m/${shop.merchant.slug}`, items: [{ sku: 'tea', qty: 1 }] });
       expect(r.isError).toBe(true);
       expect(body(r).reason_codes).toEqual(['PAYMENT_REQUIREMENT_INVALID']);
       expect(sessionSeen).toMatch(/^sess_/);
       expect(await attemptsOf(sessionSeen)).toEqual([]);
       expect(body(await buyer.call('spending'))).toMatchObject({ spent_today: '4.50', pending_today: '0.00' });
     } finally {
+      await trusting.close();
       proxy.closeAllConnections();
       await new Promise((r) => proxy.close(r));
     }

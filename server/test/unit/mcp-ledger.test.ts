@@ -32,7 +32,14 @@ describe('configuration', () => {
   it('GIVEN the environment THEN defaults are test chains only, 10.00 per payment and 50.00 per day; a bad value names its variable and never the key', () => {
     const c = loadBuyerConfig({ SVC_WALLET_PRIVATE_KEY: KEY.slice(2).toUpperCase(), HOME: dir });
     expect(c).toMatchObject({ privateKey: KEY, maxPerPayment: 10_000_000n, maxPerDay: 50_000_000n, allowedChains: ['base-sepolia'], allowedMerchants: null });
-    expect(loadBuyerConfig({ SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_ALLOWED_MERCHANTS: ' Shop-A , mrch_X ' }).allowedMerchants).toEqual(['shop-a', 'mrch_x']);
+    expect(loadBuyerConfig({ SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_ALLOWED_MERCHANTS: ' Shop-A , mrch_X ', SVC_MCP_SERVICE_URL: 'https://Checkout.example.com' })).toMatchObject({
+      allowedMerchants: ['shop-a', 'mrch_x'],
+      serviceHosts: ['checkout.example.com'],
+    });
+    // domains alone need no service; ids and slugs are only trusted from a named deployment
+    expect(loadBuyerConfig({ SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_ALLOWED_MERCHANTS: 'shop.example.com' }).allowedMerchants).toEqual(['shop.example.com']);
+    expect(() => loadBuyerConfig({ SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_ALLOWED_MERCHANTS: 'mrch_x' })).toThrow(/SVC_MCP_SERVICE_URL/);
+    expect(() => loadBuyerConfig({ SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_SERVICE_URL: 'ftp://x' })).toThrow(/SVC_MCP_SERVICE_URL/);
     expect(loadBuyerConfig({ SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_ALLOWED_MERCHANTS: '*' }).allowedMerchants).toBeNull();
     const bad: Array<[Record<string, string>, string]> = [
       [{}, 'SVC_WALLET_PRIVATE_KEY is required'],
