@@ -196,7 +196,7 @@ describe('idempotency: one authorization settles once, whichever transport repea
     expect(viaHttp.body).toEqual(first);
     expect(paymentResponseOf(viaHttp).transaction).toBe(first.fulfillment.reference);
 
-    const sessions = (await x402Sessions(app, shop.merchant.id)).filter((s) => s.idempotency_key === `x402:${payment.payload.authorization.nonce.toLowerCase()}`);
+    const sessions = (await x402Sessions(app, shop.merchant.id)).filter((s) => s.idempotency_key === `x402:${(payment.payload as { authorization: { nonce: string } }).authorization.nonce.toLowerCase()}`);
     expect(sessions).toHaveLength(1);
     expect((await ordersOfMerchant(app, shop.merchant.id)).filter((o) => o.session_id === first.session_id)).toHaveLength(1);
     expect(await eventTypes(app, first.session_id)).toEqual(['order.accepted', 'order.settled']);
@@ -425,12 +425,14 @@ describe('the HTTP edge of the endpoint', () => {
 
   it('GIVEN a flood of create_checkout calls from one agent THEN the per-agent rate limit answers RATE_LIMITED as a tool error, as over HTTP', async () => {
     const agent = agentId();
-    let limited: { reason_codes: string[] } | null = null;
+    let limited: { reason_codes: string[]; retry_after_seconds?: unknown } | null = null;
     // Twice the limit and one: a minute boundary crossed mid-loop resets the count once.
     for (let i = 0; i <= 2 * RATE && !limited; i++) {
       const res = await client.callTool({ name: 'create_checkout', arguments: { agent_id: agent, items: [{ sku: 'coffee', qty: 1 }] } });
       if (res.isError) limited = errorOf(res as any);
     }
     expect(limited?.reason_codes).toEqual(['RATE_LIMITED']);
+    expect(limited?.retry_after_seconds).toEqual(expect.any(Number));
+    expect(limited!.retry_after_seconds as number).toBeGreaterThanOrEqual(1);
   });
 });

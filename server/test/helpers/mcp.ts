@@ -21,11 +21,14 @@ export async function mcpClient(url: string): Promise<Client> {
   return client;
 }
 
-const isPaymentRequired = (v: unknown): v is PaymentRequired =>
+/** The PaymentRequired a refused or unpaid `buy` answers: x402's, with our reason codes (and the session once one exists). */
+export type McpPaymentRequired = PaymentRequired & { reason_codes: string[]; error_human: string; session_id?: string };
+
+const isPaymentRequired = (v: unknown): v is McpPaymentRequired =>
   typeof v === 'object' && v !== null && 'x402Version' in v && 'accepts' in v && Array.isArray((v as { accepts: unknown }).accepts);
 
 /** The spec's client rule: structuredContent if it holds x402Version and accepts, else content[0].text parsed. */
-export function paymentRequiredOf(result: CallToolResult): PaymentRequired | null {
+export function paymentRequiredOf(result: CallToolResult): McpPaymentRequired | null {
   if (!result.isError) return null;
   if (isPaymentRequired(result.structuredContent)) return result.structuredContent;
   const first = result.content[0];
@@ -63,7 +66,7 @@ export async function callPaidTool(
   name: string,
   args: Record<string, unknown>,
   opts: { sign?: (pr: PaymentRequired) => Promise<PaymentPayload> } = {},
-): Promise<{ required: PaymentRequired; payment: PaymentPayload; result: CallToolResult }> {
+): Promise<{ required: McpPaymentRequired; payment: PaymentPayload; result: CallToolResult }> {
   const first = await callWithPayment(client, name, args);
   const required = paymentRequiredOf(first);
   if (!required) throw new Error(`no PaymentRequired from ${name}: ${JSON.stringify(first)}`);

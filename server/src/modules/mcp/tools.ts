@@ -78,7 +78,11 @@ export const toolError = (body: Record<string, unknown>): CallToolResult => ({ c
 
 /** Any error a tool's service call throws, answered as the error middleware would answer it over HTTP. */
 export function toolErrorOf(ctx: Ctx, err: unknown): CallToolResult {
-  if (err instanceof ApiError) return toolError(err.body());
+  if (err instanceof ApiError) {
+    // The Retry-After an HTTP answer would carry in a header (RATE_LIMITED) travels in the body.
+    const retryAfter = err.headers['Retry-After'];
+    return toolError(retryAfter === undefined ? err.body() : { ...err.body(), retry_after_seconds: Number(retryAfter) });
+  }
   if (isDatabaseUnavailable(err)) {
     ctx.log.error({ err: { name: (err as Error).name, message: String((err as Error).message).split('\n')[0] } }, 'database unavailable (mcp)');
     return toolError(new ApiError('DATABASE_UNAVAILABLE').body());
