@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { encodePaymentSignatureHeader } from '@x402/core/http';
+import type { PaymentPayload } from '@x402/core/types';
 import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { eventTypes, ordersOf, poll, verifyReceipt } from './helpers/agent-protocol.js';
 import { sql } from './helpers/foundation.js';
-import { publishedMerchant } from './helpers/agent.js';
+import { publishedMerchant, signPayment } from './helpers/agent.js';
 import type { TestApp } from './helpers/harness.js';
 import { startLiveApp } from './helpers/live.js';
 import { callPaidTool, callWithPayment, mcpClient, paymentRequiredOf, signAccepts, structured } from './helpers/mcp.js';
@@ -103,6 +104,30 @@ describe('the x402 MCP client buys from a live merchant on a real chain', () => 
     expect(((await viaHttp.json()) as { reason_codes: string[] }).reason_codes).toEqual(['INSUFFICIENT_FUNDS']);
     expect(payment.payload.authorization).toMatchObject({ from: poor.address });
     expect(await chain.usdcBalance(payTo)).toBe(merchantBefore);
+  });
+
+  it('GIVEN an expired authorization from a funded buyer WHEN it pays over MCP THEN PAYMENT_EXPIRED, as the HTTP route answers, and nothing moves', async () => {
+    const funded = privateKeyToAccount(generatePrivateKey());
+    await chain.mintUsdc(funded.address, 10_000_000n);
+    const merchantBefore = await chain.usdcBalance(payTo);
+    const pr = paymentRequiredOf(await callWithPayment(client, 'buy', { items: [{ sku: 'espresso', qty: 1 }] }))!;
+    const now = Math.floor(Date.now() / 1000);
+    const a = pr.accepts[0]!;
+    const signed = await signPayment(funded, { payTo: a.payTo, amountBaseUnits: a.amount, chainId: 8453, verifyingContract: a.asset, eip712Domain: a.extra as { name: string; version: string } }, { validAfter: now - 3600, validBefore: now - 60 });
+    const auth = signed.payment.authorization;
+    const expired: PaymentPayload = {
+      x402Version: 2,
+      resource: pr.resource,
+      accepted: a,
+      payload: { signature: signed.payment.signature, authorization: { ...auth, validAfter: String(auth.validAfter), validBefore: String(auth.validBefore) } },
+    };
+    const res = await callWithPayment(client, 'buy', { items: [{ sku: 'espresso', qty: 1 }] }, expired);
+    expect(paymentRequiredOf(res)).toMatchObject({ reason_codes: ['PAYMENT_EXPIRED'], error: 'invalid_exact_evm_payload_authorization_valid_before' });
+    const viaHttp = await fetch(`${app.baseUrl}${base}/x402/espresso`, { headers: { 'PAYMENT-SIGNATURE': encodePaymentSignatureHeader(expired) } });
+    expect(viaHttp.status).toBe(402);
+    expect(((await viaHttp.json()) as { reason_codes: string[] }).reason_codes).toEqual(['PAYMENT_EXPIRED']);
+    expect(await chain.usdcBalance(payTo)).toBe(merchantBefore);
+    expect(await chain.usdcBalance(funded.address)).toBe(10_000_000n);
   });
 
   it('GIVEN a forged signer WHEN it pays a live merchant over MCP THEN SIGNER_MISMATCH and nothing reaches the chain', async () => {
