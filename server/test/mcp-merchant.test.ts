@@ -238,6 +238,51 @@ describe('idempotency: one authorization settles once, whichever transport repea
   });
 });
 
+describe('concurrency', () => {
+  it('GIVEN one signed payment WHEN it is sent to buy twice at the same instant THEN one order, one settlement, and every answer names it or is a refusal', async () => {
+    const pr = paymentRequiredOf(await callWithPayment(client, 'buy', { items: [{ sku: 'beans', qty: 1 }] }))!;
+    const payment = await signAccepts(newBuyer(), pr);
+    const other = await mcpClient(mcpUrl);
+    try {
+      const answers = await Promise.all([
+        callWithPayment(client, 'buy', { items: [{ sku: 'beans', qty: 1 }] }, payment),
+        callWithPayment(other, 'buy', { items: [{ sku: 'beans', qty: 1 }] }, payment),
+      ]);
+      const accepted = answers.filter((a) => !a.isError).map((a) => structured(a));
+      expect(accepted.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(accepted.map((a) => a.order_id)).size).toBe(1);
+      for (const refused of answers.filter((a) => a.isError)) expect(paymentRequiredOf(refused) ?? errorOf(refused)).toBeTruthy();
+      const sessionId = accepted[0]!.session_id as string;
+      expect(await ordersOf(app, sessionId)).toHaveLength(1);
+      expect(await eventTypes(app, sessionId)).toEqual(['order.accepted', 'order.settled']);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe('the gate answers over MCP as over HTTP', () => {
+  it('GIVEN a merchant that requires a mandate over 0.10 USD WHEN buy is paid without one THEN the gate code comes back in a PaymentRequired, the code the HTTP paid resource answers', async () => {
+    const strict = await publishedMerchant(app, { policy: { ...OPEN_POLICY, requireMandateOverUsd: 0.1 }, products: [{ sku: 'tea', amount: '0.30' }] });
+    const strictClient = await mcpClient(`${app.baseUrl}${strict.base}/mcp`);
+    try {
+      const { required, result } = await callPaidTool(strictClient, newBuyer(), 'buy', { items: [{ sku: 'tea', qty: 1 }] });
+      const refused = paymentRequiredOf(result)!;
+      expect(refused.accepts).toEqual(required.accepts);
+      const http402 = await app.request('GET', `${strict.base}/x402/tea`, { headers: { 'PAYMENT-SIGNATURE': encodePaymentSignatureHeader(await signAccepts(newBuyer(), httpPaymentRequiredOf(await app.request('GET', `${strict.base}/x402/tea`)))) } });
+      expect(http402.status).toBe(402);
+      expect(refused.reason_codes).toEqual(http402.body.reason_codes);
+      expect(refused.reason_codes).toContain('MANDATE_REQUIRED');
+      // Each refusal is recorded as a rejected order (as over HTTP); nothing was accepted.
+      const orders = await ordersOfMerchant(app, strict.merchant.id);
+      expect(orders.map((o) => o.decision)).toEqual(['reject', 'reject']);
+      expect(orders.map((o) => o.session_id)).toContain(refused.session_id);
+    } finally {
+      await strictClient.close();
+    }
+  });
+});
+
 describe('refused payments answer the HTTP codes', () => {
   /** The reason codes the HTTP paid resource answers for `payment` on coffee (qty 1). */
   const httpCodes = async (payment: PaymentPayload) => {

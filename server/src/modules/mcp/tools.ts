@@ -41,7 +41,7 @@ const DESCRIPTIONS: Record<McpToolName, string> = {
   get_checkout:
     'The state of a checkout session (awaiting_payment, settling, accepted, held, rejected, expired), with the order id and receipt once paid and `next` when there is something to do. Free; use it to poll a held or pending purchase.',
   buy:
-    'Buy `items` (or pay an open `session_id`) in USDC over x402. Called without payment it returns the x402 PaymentRequired (isError, the exact amount, asset, network and payee): sign accepts[0] and call again with the PaymentPayload in `_meta["x402/payment"]`. Paid, it returns the order id, the signed receipt (JWS) and the transaction reference; a held or pending purchase says what to poll and when. Costs the cart total.',
+    'Buy `items` (or pay an open `session_id`) in USDC over x402. Called without payment it returns the x402 PaymentRequired (isError, the exact amount, asset, network and payee): sign accepts[0] and call again with the PaymentPayload in `_meta["x402/payment"]`. Paid, it returns the order id, the signed receipt (JWS) and the transaction reference; a held or pending purchase says what to poll and when. Costs the cart total. To pay with a mandate, open the session with create_checkout and pay its session_id.',
 };
 
 /** The JSON Schema of a contract schema, as the MCP SDK's own converter writes it (every tool schema is an object). */
