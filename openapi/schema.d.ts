@@ -1405,6 +1405,8 @@ export interface components {
                 /** @enum {string} */
                 preferred: "svc" | "ap2" | "acp" | "none";
             };
+            /** @description Relative path of the merchant's MCP server (Streamable HTTP, stateless): the same catalog, checkout and x402 `buy` as MCP tools. */
+            mcp_url: string;
             merchant: {
                 domain: string;
                 /** @description True once the merchant proved control of `domain` (only then is it served there); false: the domain is the merchant's claim only. */

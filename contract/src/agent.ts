@@ -30,6 +30,7 @@ export const Manifest = z.object({
   catalog_url: z.string().describe('Relative path of the catalog.'),
   checkout_url: z.string().describe('Relative path to POST a checkout session to.'),
   jwks_url: z.string().describe('Relative path of the receipt key set.'),
+  mcp_url: z.string().describe('Relative path of the merchant\'s MCP server (Streamable HTTP, stateless): the same catalog, checkout and x402 `buy` as MCP tools.'),
   rails: z.array(RailName),
   pay_to: z.object({
     x402: z.object({ chain: z.string(), address: z.string(), asset: z.string() }).optional(),

@@ -55,3 +55,4 @@ export * from './auth.js';
 export * from './operator.js';
 export * from './x402.js';
 export * from './refunds.js';
+export * from './mcp.js';

@@ -43,6 +43,26 @@ export const X402RequirementsV1 = z.object({
   extra: z.object({ name: z.string(), version: z.string() }).describe('The EIP-712 domain of the token.'),
 });
 
+/** x402 v2 PaymentRequirements of the exact scheme (CAIP-2 network, `amount`), as the PAYMENT-REQUIRED header carries them. */
+export const X402RequirementsV2 = z.object({
+  scheme: z.literal('exact'),
+  network: z.string().describe('CAIP-2 chain id, for example eip155:8453.'),
+  amount: z.string().describe('Integer string of USDC base units (6 decimals).'),
+  asset: z.string().describe('The USDC token contract.'),
+  payTo: z.string(),
+  maxTimeoutSeconds: z.number().int(),
+  extra: z.object({ name: z.string(), version: z.string() }).describe('The EIP-712 domain of the token.'),
+});
+
+/** The x402 v2 PaymentRequired (the PAYMENT-REQUIRED header's JSON; MCP sends it as a tool result). */
+export const X402PaymentRequiredV2 = z.object({
+  x402Version: z.literal(2),
+  error: z.string().optional(),
+  resource: z.object({ url: z.string(), description: z.string().optional(), mimeType: z.string().optional() }),
+  accepts: z.array(X402RequirementsV2),
+  extensions: z.record(z.string(), z.unknown()).optional(),
+});
+
 /**
  * The body of every x402 402: the v1 PaymentRequired (so v1 clients can pay from the body;
  * v2 clients read the PAYMENT-REQUIRED header, which carries the same requirement in v2 form)

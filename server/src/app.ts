@@ -14,6 +14,7 @@ import { agentHostRouting } from './http/agent-host.js';
 import { authenticate } from './modules/accounts/index.js';
 import { authenticateSession } from './modules/auth/index.js';
 import { agentRefForHost } from './modules/agent/service.js';
+import { mcpRouter } from './modules/mcp/index.js';
 import { docsRouter } from './http/docs.js';
 import { dashboardRouter } from './http/dashboard.js';
 import { metricsHandler, UNMATCHED_ROUTE } from './lib/metrics.js';
@@ -24,10 +25,11 @@ export type AppOptions = {
 };
 
 // x402: clients send PAYMENT-SIGNATURE (v2) or X-PAYMENT (v1), and @x402/fetch also sets an
-// Access-Control-Expose-Headers request header, so a browser preflight must allow it.
+// Access-Control-Expose-Headers request header, so a browser preflight must allow it. MCP
+// (Streamable HTTP) clients send Mcp-Protocol-Version (and Mcp-Session-Id where a server gave one).
 const CORS_HEADERS =
-  'Authorization, Content-Type, Idempotency-Key, X-Svc-Api-Key, If-None-Match, X-Request-Id, PAYMENT-SIGNATURE, X-PAYMENT, X-Agent-Id, Access-Control-Expose-Headers';
-const CORS_EXPOSED = 'ETag, Request-Id, Retry-After, Idempotent-Replayed, PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE';
+  'Authorization, Content-Type, Idempotency-Key, X-Svc-Api-Key, If-None-Match, X-Request-Id, PAYMENT-SIGNATURE, X-PAYMENT, X-Agent-Id, Access-Control-Expose-Headers, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID';
+const CORS_EXPOSED = 'ETag, Request-Id, Retry-After, Idempotent-Replayed, PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, Mcp-Session-Id, Mcp-Protocol-Version';
 /**
  * An incoming `X-Request-Id` (from a proxy or the caller) is kept when it is 1-128 characters
  * of letters, digits and `-_.:@/+=`; anything else (too long, spaces, control characters,
@@ -113,6 +115,8 @@ export function buildApp(services: Services, opts: AppOptions = {}): Express {
   app.use((_req: Request, _res: Response, next: NextFunction) => services.dbRequests.run(next));
 
   app.use(agentHostRouting(services.config, agentRefForHost));
+  // The merchant's MCP server (/m/<ref>/mcp, and /mcp of its hosts): outside the contract, JSON-RPC over POST.
+  app.use(mcpRouter());
 
   createExpressEndpoints(contract, router, app, {
     logInitialization: false,

@@ -44,6 +44,7 @@ describe('manifest by path', () => {
       catalog_url: `${prefix}/agent/catalog`,
       checkout_url: `${prefix}/agent/checkout`,
       jwks_url: `${prefix}/.well-known/jwks.json`,
+      mcp_url: `${prefix}/mcp`,
       rails: ['x402', 'mock'],
       pay_to: { x402: { chain: 'base-sepolia', address: TEST_PAY_TO, asset: 'USDC' }, mock: { account: 'acct_test' } },
       mandate: { accepted: ['svc', 'ap2', 'acp', 'none'], preferred: 'svc' },
@@ -175,6 +176,7 @@ describe('discovery host and merchant domain', () => {
       catalog_url: '/agent/catalog',
       checkout_url: '/agent/checkout',
       jwks_url: '/.well-known/jwks.json',
+      mcp_url: '/mcp',
     });
     expect(manifest.headers.etag).toBe(etagOf(manifest.text));
     expect(manifest.headers['access-control-allow-origin']).toBe('*');

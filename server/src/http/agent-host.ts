@@ -5,7 +5,7 @@ import { ctxOf, type Ctx } from './context.js';
 /** The merchant reference (its id) whose verified domain is `host`, or null: the agent module's `agentRefForHost`, passed in by app.ts. */
 export type AgentRefForHost = (ctx: Ctx, host: string) => Promise<string | null>;
 
-const AGENT_PATH = /^\/(?:\.well-known\/(?:agentic-checkout|jwks)\.json|agent(?:\/.*)?|x402\/[^/]+)$/;
+const AGENT_PATH = /^\/(?:\.well-known\/(?:agentic-checkout|jwks)\.json|agent(?:\/.*)?|x402\/[^/]+|mcp)$/;
 
 /**
  * Serves the agent routes at the root of `<slug>.<discovery domain>` and of a merchant's own

@@ -35,7 +35,8 @@ function deepest(issue: ZodIssue): ZodIssue {
   return best ? deepest(best) : issue;
 }
 
-function describeIssue(where: string, issue: ZodIssue): string {
+/** One Zod issue as `where.path: message` (the deepest member of a union). */
+export function describeIssue(where: string, issue: ZodIssue): string {
   issue = deepest(issue);
   const path = [where, ...issue.path].filter((p) => p !== '').join('.');
   if (issue.code === 'unrecognized_keys') return `${path}: unknown field(s) ${issue.keys.join(', ')}`;

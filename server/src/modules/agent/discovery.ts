@@ -58,6 +58,7 @@ export async function buildManifest(em: Em, m: MerchantSnapshot, prefix: string)
     catalog_url: `${prefix}/agent/catalog`,
     checkout_url: `${prefix}/agent/checkout`,
     jwks_url: `${prefix}/.well-known/jwks.json`,
+    mcp_url: `${prefix}/mcp`,
     rails,
     pay_to: payTo,
     mandate: { accepted: ['svc', 'ap2', 'acp', 'none'], preferred: 'svc' },

@@ -1,7 +1,7 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { agentPrefixOf, ctxOf, publicBaseUrl } from '../../http/context.js';
-import { buyItem, paymentTransportOf, sendX402, settleAnyTransport } from '../x402/index.js';
+import { buyItems, paymentTransportOf, sendX402, settleAnyTransport } from '../x402/index.js';
 import { etagMatches, merchantByRef } from './discovery.js';
 import { agentCatalog, agentJwks, agentManifest, currentMerchant, openCheckout, pollCheckout } from './service.js';
 
@@ -36,18 +36,17 @@ export const agentRoutes = s.router(contract.agent, {
   },
 });
 
-/** The paid resource per catalog item (contract `x402.resource`), under the same /m/<merchant>/ prefix: modules/x402 buyItem. */
+/** The paid resource per catalog item (contract `x402.resource`), under the same /m/<merchant>/ prefix: modules/x402 buyItems. */
 export const x402Routes = s.router(contract.x402, {
   resource: async ({ req, res, params, query, headers }) => {
     const ctx = ctxOf(req);
     const purchase = {
       prefix: agentPrefixOf(req, params.merchant),
-      sku: params.sku,
-      qty: query.qty ? Number(query.qty) : 1,
+      items: [{ sku: params.sku, qty: query.qty ? Number(query.qty) : 1 }],
       baseUrl: publicBaseUrl(req),
       agentId: headers['x-agent-id'],
       ...paymentTransportOf(req),
     };
-    return sendX402(res, await buyItem(ctx, await merchantByRef(ctx.em, params.merchant), purchase));
+    return sendX402(res, await buyItems(ctx, await merchantByRef(ctx.em, params.merchant), purchase));
   },
 });

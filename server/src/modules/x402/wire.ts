@@ -88,6 +88,8 @@ export const x402ErrorOf = (code: string): string => X402_ERROR[code as ReasonCo
 export type X402Answer402 = {
   headers: Record<string, string>;
   body: X402Challenge;
+  /** The v2 PaymentRequired the PAYMENT-REQUIRED header encodes (the MCP transport sends it as is). */
+  required: PaymentRequired;
 };
 
 /** The payment-identifier extension as @x402/extensions declares it (`{info, schema}`), optional. */
@@ -119,17 +121,22 @@ export function challenge(
     error_human: refusal?.error_human ?? 'Payment required: pay with an x402 client (PAYMENT-SIGNATURE, or X-PAYMENT for x402 v1).',
     ...(sessionId ? { session_id: sessionId } : {}),
   };
-  return { headers: { [X402_HEADERS.paymentRequired]: encodePaymentRequiredHeader(v2) }, body };
+  return { headers: { [X402_HEADERS.paymentRequired]: encodePaymentRequiredHeader(v2) }, body, required: v2 };
 }
 
-/** The settlement result header: PAYMENT-RESPONSE for v2, X-PAYMENT-RESPONSE for v1. */
-export function paymentResponseHeader(version: X402Version, chain: ChainName, transaction: string, payer: string): Record<string, string> {
-  const res: SettleResponse = {
+/** The SettleResponse of a settled payment (v1 names the network, v2 gives its CAIP-2 id). */
+export function settleResponseOf(version: X402Version, chain: ChainName, transaction: string, payer: string): SettleResponse {
+  return {
     success: true,
     transaction,
     network: version === 2 ? networkOf(chain) : (chain as Network),
     payer: getAddress(payer.toLowerCase()),
   };
+}
+
+/** The settlement result header: PAYMENT-RESPONSE for v2, X-PAYMENT-RESPONSE for v1. */
+export function paymentResponseHeader(version: X402Version, chain: ChainName, transaction: string, payer: string): Record<string, string> {
+  const res = settleResponseOf(version, chain, transaction, payer);
   return { [version === 2 ? X402_HEADERS.paymentResponse : X402_HEADERS.xPaymentResponse]: encodePaymentResponseHeader(res) };
 }
 
