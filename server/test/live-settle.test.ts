@@ -326,7 +326,7 @@ describe('live mode on a real chain (onchain facilitator)', () => {
       order: { ...(await app.services.orm.em.fork().findOneOrFail(OrderEntity, { sessionId: s.id })), id: 'ord_late', receiptId: 'rcpt_late' },
       receipt: { id: 'rcpt_late', orderId: 'ord_late', sessionId: s.id, merchantId, jws: 'x', claims: {}, createdAt: new Date() },
       sessionId: s.id,
-      session: { settledAt: new Date(), orderId: 'ord_late', receiptId: 'rcpt_late', receiptJws: 'x', settlementRef: tx!.tx_hash, verdict: null, settlePaymentHash: 'x', settleStatus: 200, settleResponse: '{}', policyVersion: 9, policyHash: 'x', payment: null },
+      session: { settledAt: new Date(), orderId: 'ord_late', receiptId: 'rcpt_late', settlementRef: tx!.tx_hash, verdict: null, settlePaymentHash: 'x', settleStatus: 200, settleResponse: '{}', policyVersion: 9, policyHash: 'x', payment: null },
       events: app.services.events.prepare([{ type: 'order.settled', projectId: 'proj_x', merchantId, livemode: true, object: { id: 'ord_late' } as never }]).rows,
       fanOutCtes: app.services.events.fanOutCtes,
       deltas: [{ sessionId: `${s.id}_late`, livemode: true, subjectType: 'agent', subjectId: 'late', delta: 10, reason: 'accepted' }],

@@ -32,7 +32,15 @@ export const agentRoutes = s.router(contract.agent, {
   settle: async ({ req, res, params, body }) => {
     const ctx = ctxOf(req);
     const transport = { ...paymentTransportOf(req), baseUrl: publicBaseUrl(req) };
-    return sendX402(res, await settleAnyTransport(ctx, await currentMerchant(ctx, params.merchant), params.id, body, transport));
+    // The merchant is read by the settle's own first statement (settlement/settle.ts); `resolve`
+    // reads it the usual way where a settle needs that (x402 answers, a session of another merchant).
+    let resolved: ReturnType<typeof currentMerchant> | undefined;
+    const merchant = {
+      ref: params.merchant,
+      resolve: () => (resolved ??= currentMerchant(ctx, params.merchant)),
+      seen: (m: { id: string; configVersion: number }) => ctx.services.caches.agent.sawConfigVersion(m.id, m.configVersion),
+    };
+    return sendX402(res, await settleAnyTransport(ctx, merchant, params.id, body, transport));
   },
 });
 

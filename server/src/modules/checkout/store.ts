@@ -1,6 +1,7 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
 import { entityById, runSql, sqlParams, type SqlParams } from '../../db/sql.js';
+import { SETTLE_MERCHANT_COLUMNS, settleMerchantOf, type SettleMerchant } from '../merchants/index.js';
 import { CheckoutSessionEntity, type SessionRow } from './entity.js';
 
 /**
@@ -105,7 +106,8 @@ export async function reservePaymentNonce(tx: Em, sessionId: string, k: NonceKey
 export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: string, agentId: string): Promise<SessionRow | undefined> {
   const rows = await runSql(
     tx,
-    `select s.*, pg_advisory_xact_lock(hashtextextended($2, 0)) as gate_locked from checkout_sessions s where s.id = $1 for update of s`,
+    `select s.*, r.jws as receipt_jws, pg_advisory_xact_lock(hashtextextended($2, 0)) as gate_locked
+     from checkout_sessions s left join receipts r on r.id = s.receipt_id where s.id = $1 for update of s`,
     [sessionId, `gate:${merchantId}:${agentId}`],
   );
   const row = rows[0];
@@ -114,15 +116,63 @@ export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: 
   return mapSessionRow(tx, row);
 }
 
+/** The session's columns a settle reads (all but the create's answer and idempotency key), and its receipt's JWS. */
+const SETTLE_SESSION_COLUMNS = `s.id, s.merchant_id, s.livemode, s.agent_id, s.state, s.lines, s.currency, s.subtotal, s.tax, s.total,
+  s.amount_base_units, s.rail, s.pay_to, s.chain, s.asset, s.buyer, s.buyer_intent, s.mandate, s.path_prefix, s.payment, s.verdict,
+  s.settle_payment_hash, s.settle_status, s.settle_response, s.order_id, s.receipt_id, r.jws as receipt_jws, s.settlement_ref,
+  s.policy_version, s.policy_hash, s.gate, s.payment_error, s.created_at, s.expires_at, s.settled_at, s.hold_expires_at`;
+
+/** A settle's session and merchant, locked (lockSettleRow). `byRef`: the merchant is the one the URL's reference names. */
+export type LockedSettle = { session: SessionRow; merchant: SettleMerchant; byRef: boolean };
+
+/**
+ * The settle's first statement inside its transaction: the session row (FOR UPDATE, its latest
+ * version, only the columns a settle reads), its receipt's JWS, its merchant's settle columns,
+ * and the gate's advisory lock of (merchant, agent), as `lockSessionForGate` takes it. `ref` is
+ * the merchant reference of the URL: an `mrch_` id, or a slug (which names the published live
+ * merchant with it when there is one, else the published test one: agent/discovery.ts
+ * `merchantByRef`); `byRef` says whether this session's merchant is that one. It reads
+ * `merchants` and `receipts` on purpose (docs/contributing.md, "Data access"). Undefined when
+ * the session does not exist.
+ */
+export async function lockSettleRow(tx: Em, sessionId: string, ref: { id: string } | { slug: string }): Promise<LockedSettle | undefined> {
+  return settleRow(tx, sessionId, ref, true);
+}
+
+/** The same read without a lock or a transaction: the settle that needs the outside before its gate (a live facilitator's check, an issuer's keys). */
+export async function readSettleRow(em: Em, sessionId: string, ref: { id: string } | { slug: string }): Promise<LockedSettle | undefined> {
+  return settleRow(em, sessionId, ref, false);
+}
+
+async function settleRow(em: Em, sessionId: string, ref: { id: string } | { slug: string }, lock: boolean): Promise<LockedSettle | undefined> {
+  const rows = await runSql<Record<string, unknown>>(
+    em,
+    `select ${SETTLE_SESSION_COLUMNS}, ${SETTLE_MERCHANT_COLUMNS},
+       m.published_at is not null and (m.id = $2 or (m.slug = $3 and (m.livemode or not exists
+         (select 1 from merchants x where x.slug = $3 and x.livemode and x.published_at is not null)))) as by_ref
+       ${lock ? `, pg_advisory_xact_lock(hashtextextended('gate:' || s.merchant_id || ':' || s.agent_id::text, 0)) as gate_locked` : ''}
+     from checkout_sessions s join merchants m on m.id = s.merchant_id left join receipts r on r.id = s.receipt_id
+     where s.id = $1 ${lock ? 'for update of s' : ''}`,
+    [sessionId, 'id' in ref ? ref.id : null, 'slug' in ref ? ref.slug : null],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const merchant = settleMerchantOf(row);
+  const byRef = row.by_ref === true;
+  const session: Record<string, unknown> = {};
+  for (const k in row) if (!k.startsWith('m_') && k !== 'by_ref' && k !== 'gate_locked') session[k] = row[k];
+  return { session: mapSessionRow(em, session), merchant, byRef };
+}
+
 /** The session's row, locked until the transaction ends (phase 3, after its attempt's; prepared), as the unit of work's entity. */
 export async function lockSessionRow(tx: Em, sessionId: string): Promise<SessionRow | undefined> {
-  const [row] = await runSql(tx, 'select * from checkout_sessions where id = $1 for update', [sessionId]);
+  const [row] = await runSql(tx, `select s.*, r.jws as receipt_jws from checkout_sessions s left join receipts r on r.id = s.receipt_id where s.id = $1 for update of s`, [sessionId]);
   return row ? mapSessionRow(tx, row) : undefined;
 }
 
 /** A session's row by primary key (prepared; the ORM would build the query anew per request). */
 export async function sessionRowById(em: Em, sessionId: string): Promise<Record<string, unknown> | undefined> {
-  const [row] = await runSql(em, 'select * from checkout_sessions where id = $1', [sessionId]);
+  const [row] = await runSql(em, 'select s.*, r.jws as receipt_jws from checkout_sessions s left join receipts r on r.id = s.receipt_id where s.id = $1', [sessionId]);
   return row;
 }
 
@@ -308,13 +358,13 @@ export function settlingSessionSql({ $, json }: SqlParams, s: SessionRow): strin
 /** The session's columns an accepted settle writes. */
 export type AcceptedSession = Pick<
   SessionRow,
-  'settledAt' | 'orderId' | 'receiptId' | 'receiptJws' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse' | 'policyVersion' | 'policyHash' | 'payment'
+  'settledAt' | 'orderId' | 'receiptId' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse' | 'policyVersion' | 'policyHash' | 'payment'
 >;
 
 /** The accepted settle's session update: `accepted`, only when the attempt CTE `attemptCte` returned this session. */
 export function acceptSessionSql({ $, json }: SqlParams, sessionId: string, s: AcceptedSession, attemptCte: string): string {
   return `update checkout_sessions set state = 'accepted', settled_at = ${$(s.settledAt ?? null)}::timestamptz, order_id = ${$(s.orderId)}::text,
-         receipt_id = ${$(s.receiptId)}::text, receipt_jws = ${$(s.receiptJws)}::text, settlement_ref = ${$(s.settlementRef)}::text,
+         receipt_id = ${$(s.receiptId)}::text, settlement_ref = ${$(s.settlementRef)}::text,
          verdict = ${json(s.verdict)}, payment_error = null, gate = null, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
          settle_status = ${$(s.settleStatus)}::int, settle_response = ${$(s.settleResponse)}::text,
          policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)}

@@ -5,7 +5,7 @@ import { newId } from '../../lib/ids.js';
 import type { Services } from '../../http/context.js';
 import { totalOf, type SessionRow } from '../checkout/index.js';
 import { importReceiptKey, inputFingerprint, signReceipt, type GateContext, type MandateResult, type ReceiptSigningKey } from '../gate/index.js';
-import type { MerchantRow } from '../merchants/index.js';
+import type { SettleMerchant } from '../merchants/index.js';
 import { addOrder, addReceipt, orderById, orderRow, presentOrderEvent, receiptRow, type OrderRow, type ReceiptRow } from '../orders/index.js';
 import type { RecordEventInput } from '../events/index.js';
 import { applyOutcomes, NEUTRAL_SCORE, outcomeDeltas, type SessionOutcome } from '../reputation/index.js';
@@ -15,7 +15,7 @@ import { writeAcceptedAttempt } from './store.js';
 export type AcceptedResult = { status: 200; body: SettleAccepted };
 
 /** A hosted session's new order (the row `newOrder` adds, or one statement inserts). */
-export function orderFields(now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult): OrderRow {
+export function orderFields(now: Date, m: SettleMerchant, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult): OrderRow {
   return orderRow({
     sessionId: s.id,
     merchant: m,
@@ -33,7 +33,7 @@ export function orderFields(now: Date, m: MerchantRow, s: SessionRow, decision: 
   });
 }
 
-export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult) {
+export function newOrder(tx: Em, now: Date, m: SettleMerchant, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult) {
   return addOrder(tx, orderFields(now, m, s, decision, tier, mandate));
 }
 
@@ -43,7 +43,7 @@ export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decis
  * not extractable). Keyed by the sealed seed itself, so a merchant whose seed changed gets its new key.
  */
 const RECEIPT_KEYS_MAX = 1024;
-export function receiptKeyOf(services: Pick<Services, 'box' | 'caches'>, m: Pick<MerchantRow, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
+export function receiptKeyOf(services: Pick<Services, 'box' | 'caches'>, m: Pick<SettleMerchant, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
   const receiptKeys = services.caches.receiptKeys;
   const cacheKey = `${m.id}\0${m.receiptKid}\0${m.receiptSeedSealed}`;
   let key = receiptKeys.get(cacheKey);
@@ -81,7 +81,7 @@ export type AcceptedWrites = {
  */
 export async function acceptedWrites(
   services: Pick<Services, 'box' | 'caches'>,
-  m: MerchantRow,
+  m: SettleMerchant,
   s: SessionRow,
   order: OrderRow,
   input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string; now: Date },
@@ -134,10 +134,11 @@ export async function acceptedWrites(
       verdict: gate.verdict,
       paymentError: null,
       gate: null,
-      // the terminal result, stored so the same payment replays it byte for byte (storeSettleResult)
+      // the terminal result, stored so the same payment replays it byte for byte (storeSettleResult),
+      // with the receipt left out: its JWS is stored once, in receipts (outcome.ts storedSettleBody puts it back)
       settlePaymentHash: input.paymentHash,
       settleStatus: result.status,
-      settleResponse: JSON.stringify(result.body),
+      settleResponse: JSON.stringify({ ...result.body, receipt: null }),
     },
     events: [
       { ...event, type: 'order.accepted' },
@@ -162,7 +163,7 @@ export async function acceptedWrites(
 export async function writeAcceptedFresh(
   em: Em,
   services: Pick<Services, 'box' | 'caches' | 'events'>,
-  m: MerchantRow,
+  m: SettleMerchant,
   s: SessionRow,
   input: { attempt: Parameters<typeof writeAcceptedAttempt>[1]['attempt']; paymentHash: string; gate: GateContext; reference: string; now: Date },
 ): Promise<{ result: AcceptedResult } | null> {
@@ -198,7 +199,7 @@ export async function writeAcceptedFresh(
 export async function writeAccepted(
   tx: Em,
   services: Pick<Services, 'box' | 'caches' | 'now' | 'events'>,
-  m: MerchantRow,
+  m: SettleMerchant,
   s: SessionRow,
   input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string },
 ): Promise<AcceptedResult> {

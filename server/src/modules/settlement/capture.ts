@@ -5,7 +5,7 @@ import type { Ctx } from '../../http/context.js';
 import { settleMockRail } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
 import { reservePaymentNonce, type NonceKey, type SessionRow } from '../checkout/index.js';
-import type { MerchantRow } from '../merchants/index.js';
+import type { SettleMerchant } from '../merchants/index.js';
 import type { GateContext } from '../gate/index.js';
 import { writeAccepted, writeAcceptedFresh } from './accepted.js';
 import { attemptFields, markSettled } from './engine.js';
@@ -45,7 +45,7 @@ export function checkNonceHolder(s: SessionRow, holder: string | null | undefine
 export type BeginCaptureInput = {
   tx: Em;
   services: Ctx['services'];
-  merchant: MerchantRow;
+  merchant: SettleMerchant;
   session: SessionRow;
   paymentHash: string;
   gate: GateContext;

@@ -9,7 +9,7 @@ import { findUnstorableJson } from '../../http/body-guard.js';
 import { cartTotals, toBaseUnits } from '../../lib/money.js';
 import { findCatalogItem } from '../catalog/index.js';
 import { agentRails, assertPayable, createCheckout, findSession, findSessionByIdempotencyKey } from '../checkout/index.js';
-import { settleSession, type SettlePayment, type SettleResult } from '../settlement/index.js';
+import { settleSession, type SettleMerchantRef, type SettlePayment, type SettleResult } from '../settlement/index.js';
 import { checkProof } from '../../lib/eip3009.js';
 import type { MerchantRow } from '../merchants/index.js';
 import { activePolicy } from '../policy/index.js';
@@ -191,7 +191,7 @@ type ReadSettle = { reply: SettleReply } | { payment: SettlePayment; answer: (re
  * body, or PAYMENT-SIGNATURE / X-PAYMENT headers. All become one canonical payment; an x402
  * payment (or none, on an open x402 session) answers in x402's shape.
  */
-async function readSettlePayment(ctx: Ctx, m: MerchantRow, sessionId: string, body: SettleBody | undefined, input: X402Transport): Promise<ReadSettle> {
+async function readSettlePayment(ctx: Ctx, merchant: SettleMerchantRef, sessionId: string, body: SettleBody | undefined, input: X402Transport): Promise<ReadSettle> {
   let read: ReadPayment | Refused | null = null;
   if (input.header) read = readPaymentHeader(input.header.value);
   else if (body?.payment) read = canonicalPayment(body.payment);
@@ -202,7 +202,8 @@ async function readSettlePayment(ctx: Ctx, m: MerchantRow, sessionId: string, bo
     return { payment: read.payment, answer: (result) => ({ response: result, headers: {} }) };
   }
 
-  const s = await findSession(ctx.em, m, sessionId);
+  // The x402 answers need the session's requirement first: the merchant and the session are read here.
+  const s = await findSession(ctx.em, await merchant.resolve(), sessionId);
   const due: X402Due | null =
     s.rail === 'x402' && s.chain && s.payTo && s.amountBaseUnits
       ? { chain: s.chain, payTo: s.payTo, amountBaseUnits: s.amountBaseUnits, resourceUrl: input.resourceUrl, description: `Checkout session ${s.id}` }
@@ -231,8 +232,8 @@ async function readSettlePayment(ctx: Ctx, m: MerchantRow, sessionId: string, bo
  * POST settle with any transport: the wire format read into one payment (readSettlePayment),
  * the workflow run once (settlement's settleSession), its outcome answered in the payer's transport.
  */
-export async function settleAnyTransport(ctx: Ctx, m: MerchantRow, sessionId: string, body: SettleBody | undefined, input: X402Transport): Promise<SettleReply> {
-  const read = await readSettlePayment(ctx, m, sessionId, body, input);
+export async function settleAnyTransport(ctx: Ctx, merchant: SettleMerchantRef, sessionId: string, body: SettleBody | undefined, input: X402Transport): Promise<SettleReply> {
+  const read = await readSettlePayment(ctx, merchant, sessionId, body, input);
   if ('reply' in read) return read.reply;
-  return read.answer(await settleSession({ ctx, merchant: m, sessionId, payment: read.payment, baseUrl: input.baseUrl }));
+  return read.answer(await settleSession({ ctx, merchant, sessionId, payment: read.payment, baseUrl: input.baseUrl }));
 }
