@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
-import { entityById, runSql, sqlParams, type SqlParams } from '../../db/sql.js';
+import { entityById, runSql, runStatement, sqlParams, type SqlParams, type Statement } from '../../db/sql.js';
 import { SETTLE_MERCHANT_COLUMNS, settleMerchantOf, type SettleMerchant } from '../merchants/index.js';
 import { CheckoutSessionEntity, type SessionRow } from './entity.js';
 
@@ -52,6 +52,42 @@ export function mapSessionRow(em: Em, row: Record<string, unknown>): SessionRow 
   return em.map(CheckoutSessionEntity, row);
 }
 
+/** The row each plain session (`plainSession`) was read from, for `adoptSession`. */
+const rowsOfPlain = new WeakMap<SessionRow, Record<string, unknown>>();
+const camel = (k: string) => k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+
+/**
+ * A raw `checkout_sessions` row (node-pg and PGlite type its columns: timestamps as Dates, jsonb
+ * parsed) as a plain object of the entity's shape, outside the unit of work: the settle path's
+ * sessions, which it writes by its own statements (docs/contributing.md, "Data access").
+ */
+export function plainSession(row: Record<string, unknown>): SessionRow {
+  const s: Record<string, unknown> = {};
+  for (const k in row) s[camel(k)] = row[k];
+  const session = s as SessionRow;
+  rowsOfPlain.set(session, row);
+  return session;
+}
+
+/**
+ * The session as the unit of work's entity, for the ends of a settle that write through it (a
+ * rejection, a hold, an approved hold's order): a plain session becomes an entity from the row
+ * it was read from, with the changes made to it since (so the flush writes exactly those); an
+ * entity is returned as it is.
+ */
+export function adoptSession(tx: Em, s: SessionRow): SessionRow {
+  const row = rowsOfPlain.get(s);
+  if (!row) return s;
+  const entity = tx.getUnitOfWork().getById<SessionRow>(CheckoutSessionEntity, s.id as never) ?? tx.map(CheckoutSessionEntity, row);
+  Object.assign(entity, s);
+  return entity;
+}
+
+/** Whether the unit of work holds this session (an entity it will flush), rather than a plain one. */
+export function isSessionEntity(tx: Em, s: SessionRow): boolean {
+  return tx.getUnitOfWork().getById(CheckoutSessionEntity, s.id as never) === s;
+}
+
 /** Marks a session expired unless another request moved it on (one guarded update, no row load). */
 export async function expireSession(em: Em, sessionId: string): Promise<void> {
   await em.execute(`update checkout_sessions set state = 'expired' where id = ? and state = 'awaiting_payment'`, [sessionId]);
@@ -101,7 +137,7 @@ export async function reservePaymentNonce(tx: Em, sessionId: string, k: NonceKey
  * The settle's locks, in one round trip: the session row (FOR UPDATE, its latest version) and
  * the gate's advisory lock of (merchant, agent), which velocity and daily caps need (they count the agent's other sessions, which row locks on this session do not cover). Only settles take the gate
  * lock, so taking both in one statement cannot deadlock with the other writers of the row.
- * Returns the session as the unit of work's entity, or undefined when it is gone.
+ * Returns the session as a plain object (`plainSession`), or undefined when it is gone.
  */
 export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: string, agentId: string): Promise<SessionRow | undefined> {
   const rows = await runSql(
@@ -113,7 +149,7 @@ export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: 
   const row = rows[0];
   if (!row) return undefined;
   delete row.gate_locked;
-  return mapSessionRow(tx, row);
+  return plainSession(row);
 }
 
 /** The session's columns a settle reads (all but the create's answer and idempotency key), and its receipt's JWS. */
@@ -135,33 +171,40 @@ export type LockedSettle = { session: SessionRow; merchant: SettleMerchant; byRe
  * `merchants` and `receipts` on purpose (docs/contributing.md, "Data access"). Undefined when
  * the session does not exist.
  */
-export async function lockSettleRow(tx: Em, sessionId: string, ref: { id: string } | { slug: string }): Promise<LockedSettle | undefined> {
-  return settleRow(tx, sessionId, ref, true);
+export async function lockSettleRow(tx: Em, sessionId: string, ref: SettleRef): Promise<LockedSettle | undefined> {
+  const [row] = await runStatement(tx, settleRowStatement(sessionId, ref, true));
+  return row ? settleRowOf(row) : undefined;
 }
 
 /** The same read without a lock or a transaction: the settle that needs the outside before its gate (a live facilitator's check, an issuer's keys). */
-export async function readSettleRow(em: Em, sessionId: string, ref: { id: string } | { slug: string }): Promise<LockedSettle | undefined> {
-  return settleRow(em, sessionId, ref, false);
+export async function readSettleRow(em: Em, sessionId: string, ref: SettleRef): Promise<LockedSettle | undefined> {
+  const [row] = await runStatement(em, settleRowStatement(sessionId, ref, false));
+  return row ? settleRowOf(row) : undefined;
 }
 
-async function settleRow(em: Em, sessionId: string, ref: { id: string } | { slug: string }, lock: boolean): Promise<LockedSettle | undefined> {
-  const rows = await runSql<Record<string, unknown>>(
-    em,
-    `select ${SETTLE_SESSION_COLUMNS}, ${SETTLE_MERCHANT_COLUMNS},
+/** The merchant reference of a settle's URL: an `mrch_` id, or a lower-cased slug. */
+export type SettleRef = { id: string } | { slug: string };
+
+/** `lockSettleRow`'s statement (and `readSettleRow`'s, unlocked): built here, and by the bench's ceiling handler as it is. */
+export function settleRowStatement(sessionId: string, ref: SettleRef, lock: boolean): Statement {
+  return {
+    text: `select ${SETTLE_SESSION_COLUMNS}, ${SETTLE_MERCHANT_COLUMNS},
        m.published_at is not null and (m.id = $2 or (m.slug = $3 and (m.livemode or not exists
          (select 1 from merchants x where x.slug = $3 and x.livemode and x.published_at is not null)))) as by_ref
        ${lock ? `, pg_advisory_xact_lock(hashtextextended('gate:' || s.merchant_id || ':' || s.agent_id::text, 0)) as gate_locked` : ''}
      from checkout_sessions s join merchants m on m.id = s.merchant_id left join receipts r on r.id = s.receipt_id
      where s.id = $1 ${lock ? 'for update of s' : ''}`,
-    [sessionId, 'id' in ref ? ref.id : null, 'slug' in ref ? ref.slug : null],
-  );
-  const row = rows[0];
-  if (!row) return undefined;
+    params: [sessionId, 'id' in ref ? ref.id : null, 'slug' in ref ? ref.slug : null],
+  };
+}
+
+/** A row of `settleRowStatement`: the plain session, its merchant, and whether the reference names that merchant. */
+export function settleRowOf(row: Record<string, unknown>): LockedSettle {
   const merchant = settleMerchantOf(row);
   const byRef = row.by_ref === true;
   const session: Record<string, unknown> = {};
   for (const k in row) if (!k.startsWith('m_') && k !== 'by_ref' && k !== 'gate_locked') session[k] = row[k];
-  return { session: mapSessionRow(em, session), merchant, byRef };
+  return { session: plainSession(session), merchant, byRef };
 }
 
 /** The session's row, locked until the transaction ends (phase 3, after its attempt's; prepared), as the unit of work's entity. */
@@ -193,26 +236,30 @@ export type GateInputs = {
  * active policy, and the insert-or-nothing into `payment_nonces` (see `reservePaymentNonce`).
  * It reads `reputation`, `reputation_adjustments` and `policy_versions` on purpose (docs/contributing.md, "Data access").
  */
-export async function readGateInputs(
-  tx: Em,
-  s: { id: string; merchantId: string; agentId: string; agentSubject: string; livemode: boolean; projectId: string },
-  nonce: NonceKey | null,
-  now: Date,
-): Promise<GateInputs> {
+export async function readGateInputs(tx: Em, s: GateSubject, nonce: NonceKey | null, now: Date): Promise<GateInputs> {
+  const [row] = await runStatement<GateInputsRow>(tx, gateInputsStatement(s, nonce, now));
+  return gateInputsOf(row!, nonce);
+}
+
+/** Whose gate `readGateInputs` reads for: the session, its merchant's project and mode, the agent's reputation subject. */
+export type GateSubject = { id: string; merchantId: string; agentId: string; agentSubject: string; livemode: boolean; projectId: string };
+type GateInputsRow = {
+  score: number | null;
+  adjustment: number | null;
+  last_hour: string | number;
+  last_day: string | number;
+  day_spend: string | null;
+  policy_version: number | null;
+  policy_hash: string | null;
+  policy_body: unknown;
+  nonce_holder: string | null;
+};
+
+/** `readGateInputs`' statement: built here, and by the bench's ceiling handler as it is. */
+export function gateInputsStatement(s: GateSubject, nonce: NonceKey | null, now: Date): Statement {
   const reservation = nonceReservationSql({ sessionId: '$1', now: '$5', chain: '$6', payer: '$7', nonce: '$8' });
-  const rows = await runSql<{
-    score: number | null;
-    adjustment: number | null;
-    last_hour: string | number;
-    last_day: string | number;
-    day_spend: string | null;
-    policy_version: number | null;
-    policy_hash: string | null;
-    policy_body: unknown;
-    nonce_holder: string | null;
-  }>(
-    tx,
-    `with ${reservation.won},
+  return {
+    text: `with ${reservation.won},
      velocity as (
        select count(*) filter (where created_at > $5::timestamptz - interval '1 hour') as last_hour,
               count(*) as last_day,
@@ -226,18 +273,22 @@ export async function readGateInputs(
             p.version as policy_version, p.hash as policy_hash, p.body::text as policy_body,
             ${reservation.holder} as nonce_holder
      from velocity v left join policy_versions p on p.merchant_id = $2 and p.active`,
-    [s.id, s.merchantId, s.agentId, s.agentSubject, now, nonce?.chain ?? null, nonce?.payer ?? null, nonce?.nonce ?? null, s.livemode, s.projectId],
-  );
-  const r = rows[0]!;
-  const body = typeof r.policy_body === 'string' ? (JSON.parse(r.policy_body) as Record<string, unknown>) : null;
+    params: [s.id, s.merchantId, s.agentId, s.agentSubject, now, nonce?.chain ?? null, nonce?.payer ?? null, nonce?.nonce ?? null, s.livemode, s.projectId],
+  };
+}
+
+/** A row of `gateInputsStatement` as the gate reads it. */
+export function gateInputsOf(r: GateInputsRow | Record<string, unknown>, nonce: NonceKey | null): GateInputs {
+  const row = r as GateInputsRow;
+  const body = typeof row.policy_body === 'string' ? (JSON.parse(row.policy_body) as Record<string, unknown>) : null;
   return {
     agentReputation: {
-      score: r.score === null || r.score === undefined ? null : Number(r.score),
-      adjustment: r.adjustment === null || r.adjustment === undefined ? null : Number(r.adjustment),
+      score: row.score === null || row.score === undefined ? null : Number(row.score),
+      adjustment: row.adjustment === null || row.adjustment === undefined ? null : Number(row.adjustment),
     },
-    velocity: { lastHour: Number(r.last_hour), lastDay: Number(r.last_day), daySpend: r.day_spend ?? '0' },
-    policy: r.policy_version === null || r.policy_version === undefined ? null : { version: Number(r.policy_version), hash: r.policy_hash!, body: body ?? {} },
-    nonceHolder: nonce ? r.nonce_holder : undefined,
+    velocity: { lastHour: Number(row.last_hour), lastDay: Number(row.last_day), daySpend: row.day_spend ?? '0' },
+    policy: row.policy_version === null || row.policy_version === undefined ? null : { version: Number(row.policy_version), hash: row.policy_hash!, body: body ?? {} },
+    nonceHolder: nonce ? row.nonce_holder : undefined,
   };
 }
 

@@ -9,7 +9,7 @@ import type { SettleMerchant } from '../merchants/index.js';
 import { addOrder, addReceipt, orderById, orderRow, presentOrderEvent, receiptRow, type OrderRow, type ReceiptRow } from '../orders/index.js';
 import type { RecordEventInput } from '../events/index.js';
 import { applyOutcomes, NEUTRAL_SCORE, outcomeDeltas, type SessionOutcome } from '../reputation/index.js';
-import { writeAcceptedAttempt } from './store.js';
+import { writeAcceptedAttempt, type AcceptedAttemptWrite } from './store.js';
 
 /** The settle route's 200 (the contract's SettleAccepted). */
 export type AcceptedResult = { status: 200; body: SettleAccepted };
@@ -165,29 +165,48 @@ export async function writeAcceptedFresh(
   services: Pick<Services, 'box' | 'caches' | 'events'>,
   m: SettleMerchant,
   s: SessionRow,
-  input: { attempt: Parameters<typeof writeAcceptedAttempt>[1]['attempt']; paymentHash: string; gate: GateContext; reference: string; now: Date },
+  input: FreshAcceptInput,
 ): Promise<{ result: AcceptedResult } | null> {
-  const { attempt, gate, reference, now } = input;
-  const attemptId = 'pendingId' in attempt ? attempt.pendingId : attempt.insert.id;
-  const order = orderFields(now, m, s, 'accept', gate.verdict.tier, gate.mandate);
-  const w = await acceptedWrites(services, m, s, order, { ...input, attemptId });
-  const done = await writeAcceptedAttempt(em, {
-    attempt,
-    reference,
-    order,
-    receipt: w.receipt,
-    sessionId: s.id,
-    session: { ...w.session, policyVersion: s.policyVersion, policyHash: s.policyHash, payment: s.payment },
-    events: services.events.prepare(w.events).rows,
-    fanOutCtes: services.events.fanOutCtes,
-    deltas: outcomeDeltas(s.id, m.livemode, w.outcomes),
-    neutralScore: NEUTRAL_SCORE,
-    now,
-  });
+  const { write, writes: w } = await freshAcceptWrite(services, m, s, input);
+  const done = await writeAcceptedAttempt(em, write);
   if (!done.accepted) return null;
   services.events.fanned(done.fanned);
   Object.assign(s, w.session);
   return { result: w.result };
+}
+
+export type FreshAcceptInput = { attempt: AcceptedAttemptWrite['attempt']; paymentHash: string; gate: GateContext; reference: string; now: Date };
+
+/**
+ * What `writeAcceptedFresh` writes, computed (the order, the signed receipt, the events, the
+ * reputation deltas) and not yet written: also what the bench's ceiling handler sends.
+ */
+export async function freshAcceptWrite(
+  services: Pick<Services, 'box' | 'caches' | 'events'>,
+  m: SettleMerchant,
+  s: SessionRow,
+  input: FreshAcceptInput,
+): Promise<{ write: AcceptedAttemptWrite; writes: AcceptedWrites }> {
+  const { attempt, gate, reference, now } = input;
+  const attemptId = 'pendingId' in attempt ? attempt.pendingId : attempt.insert.id;
+  const order = orderFields(now, m, s, 'accept', gate.verdict.tier, gate.mandate);
+  const w = await acceptedWrites(services, m, s, order, { ...input, attemptId });
+  return {
+    writes: w,
+    write: {
+      attempt,
+      reference,
+      order,
+      receipt: w.receipt,
+      sessionId: s.id,
+      session: { ...w.session, policyVersion: s.policyVersion, policyHash: s.policyHash, payment: s.payment },
+      events: services.events.prepare(w.events).rows,
+      fanOutCtes: services.events.fanOutCtes,
+      deltas: outcomeDeltas(s.id, m.livemode, w.outcomes),
+      neutralScore: NEUTRAL_SCORE,
+      now,
+    },
+  };
 }
 
 /**

@@ -9,7 +9,7 @@ import { hasPrefix } from '../../lib/ids.js';
 import { outboundRules } from '../../lib/ssrf.js';
 import { facilitatorFor } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
-import { expireSession, findSession, lockSessionForGate, lockSettleRow, readGateInputs, readSettleRow, reserveMandateSubject, sessionStateAt, totalOf, type GateInputs, type SessionRow } from '../checkout/index.js';
+import { adoptSession, expireSession, findSession, lockSessionForGate, lockSettleRow, readGateInputs, readSettleRow, reserveMandateSubject, sessionStateAt, totalOf, type GateInputs, type SessionRow } from '../checkout/index.js';
 import { evaluatePolicy, mandateVerifiableOffline, trustTier, verifyMandate, type GateContext, type MandateContext, type MandateResult } from '../gate/index.js';
 import type { SettleMerchant } from '../merchants/index.js';
 import { policyHash } from '../policy/index.js';
@@ -302,7 +302,7 @@ async function gatePhase(input: GatePhaseInput): Promise<CaptureBegun> {
   if (locked.state !== (approved ? 'approved' : 'awaiting_payment')) throw new ApiError('SESSION_EXPIRED');
   const nonceKey = proof ? nonceKeyOf(proof) : null;
   const rejectWith = (r: Pick<RejectInput, 'codes' | 'human' | 'tier' | 'outcome' | 'verdict'>) =>
-    finishRejected({ tx, ctx, merchant: m, session: locked, paymentHash, payment: input.payment, mandate, ...r });
+    finishRejected({ tx, ctx, merchant: m, session: adoptSession(tx, locked), paymentHash, payment: input.payment, mandate, ...r });
 
   let gate: GateContext;
   if (approved) {
@@ -341,13 +341,14 @@ async function gatePhase(input: GatePhaseInput): Promise<CaptureBegun> {
     if (gate.verdict.decision === 'reject') {
       return done(await rejectWith({ codes: gate.verdict.reasonCodes, tier: gate.verdict.tier, outcome: 'rejected', verdict: gate.verdict }));
     }
-    if (gate.verdict.decision === 'hold') return done(await finishHeld({ tx, ctx, merchant: m, session: locked, paymentHash, gate, baseUrl: input.baseUrl }));
+    if (gate.verdict.decision === 'hold') return done(await finishHeld({ tx, ctx, merchant: m, session: adoptSession(tx, locked), paymentHash, gate, baseUrl: input.baseUrl }));
   }
   return beginCapture({
     tx,
     services: ctx.services,
     merchant: m,
-    session: locked,
+    // an approved hold's order is updated through the unit of work; a new one is written by one statement
+    session: locked.orderId ? adoptSession(tx, locked) : locked,
     paymentHash,
     gate,
     proof,
