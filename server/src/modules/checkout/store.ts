@@ -54,16 +54,20 @@ export function mapSessionRow(em: Em, row: Record<string, unknown>): SessionRow 
 
 /** The row each plain session (`plainSession`) was read from, for `adoptSession`. */
 const rowsOfPlain = new WeakMap<SessionRow, Record<string, unknown>>();
+const SESSION_TIMESTAMPS = new Set(['created_at', 'expires_at', 'settled_at', 'hold_expires_at']);
 const camel = (k: string) => k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
 
 /**
- * A raw `checkout_sessions` row (node-pg and PGlite type its columns: timestamps as Dates, jsonb
- * parsed) as a plain object of the entity's shape, outside the unit of work: the settle path's
+ * A raw `checkout_sessions` row (jsonb parsed by the driver, timestamps as text or Dates) as a plain object of the entity's shape, outside the unit of work: the settle path's
  * sessions, which it writes by its own statements (docs/contributing.md, "Data access").
  */
 export function plainSession(row: Record<string, unknown>): SessionRow {
   const s: Record<string, unknown> = {};
-  for (const k in row) s[camel(k)] = row[k];
+  for (const k in row) {
+    const v = row[k];
+    // the ORM's drivers hand timestamps over as text (it parses them itself): the same here
+    s[camel(k)] = typeof v === 'string' && SESSION_TIMESTAMPS.has(k) ? new Date(v) : v;
+  }
   const session = s as SessionRow;
   rowsOfPlain.set(session, row);
   return session;
