@@ -153,7 +153,7 @@ export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: 
   const row = rows[0];
   if (!row) return undefined;
   delete row.gate_locked;
-  return plainSession(row);
+  return plainSession(await withReceiptJws(tx, row));
 }
 
 /** The session's columns a settle reads (all but the create's answer and idempotency key), and its receipt's JWS. */
@@ -177,7 +177,21 @@ export type LockedSettle = { session: SessionRow; merchant: SettleMerchant; byRe
  */
 export async function lockSettleRow(tx: Em, sessionId: string, ref: SettleRef): Promise<LockedSettle | undefined> {
   const [row] = await runStatement(tx, settleRowStatement(sessionId, ref, true));
-  return row ? settleRowOf(row) : undefined;
+  return row ? settleRowOf(await withReceiptJws(tx, row)) : undefined;
+}
+
+/**
+ * A locked row's receipt JWS, read again when its join found none though the session names a
+ * receipt: a lock that waited for the settle which wrote both sees the session's new version,
+ * but its join still reads the statement's snapshot, taken before that receipt existed (read
+ * committed). Only a settle that raced the first one, and replays it, pays this statement.
+ */
+async function withReceiptJws(tx: Em, row: Record<string, unknown>): Promise<Record<string, unknown>> {
+  if (row.receipt_id && row.receipt_jws == null) {
+    const [r] = await runSql<{ jws: string }>(tx, 'select jws from receipts where id = $1', [row.receipt_id as string]);
+    row.receipt_jws = r?.jws ?? null;
+  }
+  return row;
 }
 
 /** The same read without a lock or a transaction: the settle that needs the outside before its gate (a live facilitator's check, an issuer's keys). */
@@ -214,7 +228,7 @@ export function settleRowOf(row: Record<string, unknown>): LockedSettle {
 /** The session's row, locked until the transaction ends (phase 3, after its attempt's; prepared), as the unit of work's entity. */
 export async function lockSessionRow(tx: Em, sessionId: string): Promise<SessionRow | undefined> {
   const [row] = await runSql(tx, `select s.*, r.jws as receipt_jws from checkout_sessions s left join receipts r on r.id = s.receipt_id where s.id = $1 for update of s`, [sessionId]);
-  return row ? mapSessionRow(tx, row) : undefined;
+  return row ? mapSessionRow(tx, await withReceiptJws(tx, row)) : undefined;
 }
 
 /** A session's row by primary key (prepared; the ORM would build the query anew per request). */
