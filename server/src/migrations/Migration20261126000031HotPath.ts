@@ -13,7 +13,9 @@ import { Migration } from '@mikro-orm/migrations';
  * - Foreign keys from the hot tables to `merchants` and `projects` go: every settle's rows copy
  *   their merchant and project from the session's merchant, read in the same transaction, and
  *   neither table has a delete; each check was an index probe and a KEY SHARE lock on the
- *   merchant's row (one row shared by all of a merchant's concurrent settles).
+ *   merchant's row (one row shared by all of a merchant's concurrent settles). The same for a
+ *   delivery's endpoint (endpoints are deleted softly, `deleted_at`; the fan-out inserts only
+ *   deliveries of live endpoints, which every settle of a project with an endpoint locked).
  * - `events_seq_key` goes: `seq` is an identity (generated always), and every read of it goes
  *   through `events_feed` with the project and mode.
  */
@@ -29,9 +31,11 @@ export class Migration20261126000031HotPath extends Migration {
     this.addSql(`alter table receipts drop constraint receipts_merchant_id_fkey`);
     this.addSql(`alter table events drop constraint events_merchant_id_fkey, drop constraint events_project_id_fkey, drop constraint events_seq_key`);
     this.addSql(`alter table settlement_attempts drop constraint settlement_attempts_merchant_id_fkey`);
+    this.addSql(`alter table webhook_deliveries drop constraint webhook_deliveries_endpoint_id_fkey`);
   }
 
   override down(): void {
+    this.addSql(`alter table webhook_deliveries add constraint webhook_deliveries_endpoint_id_fkey foreign key (endpoint_id) references webhook_endpoints(id)`);
     this.addSql(`alter table settlement_attempts add constraint settlement_attempts_merchant_id_fkey foreign key (merchant_id) references merchants(id)`);
     this.addSql(`alter table events add constraint events_merchant_id_fkey foreign key (merchant_id) references merchants(id),
       add constraint events_project_id_fkey foreign key (project_id) references projects(id), add constraint events_seq_key unique (seq)`);

@@ -9,6 +9,7 @@ export {
   createCheckout,
   findSession,
   findSessionByIdempotencyKey,
+  findSessionByAgentKey,
   getMerchantSession,
   paymentRequiredOf,
   pollCall,

@@ -8,7 +8,7 @@ import { ApiError } from '../../lib/errors.js';
 import { findUnstorableJson } from '../../http/body-guard.js';
 import { cartTotals, toBaseUnits } from '../../lib/money.js';
 import { findCatalogItem } from '../catalog/index.js';
-import { agentRails, assertPayable, createCheckout, findSession, findSessionByIdempotencyKey } from '../checkout/index.js';
+import { agentRails, assertPayable, createCheckout, findSession, findSessionByAgentKey } from '../checkout/index.js';
 import { settleSession, type SettleMerchantRef, type SettlePayment, type SettleResult } from '../settlement/index.js';
 import { checkProof } from '../../lib/eip3009.js';
 import type { MerchantRow } from '../merchants/index.js';
@@ -154,7 +154,9 @@ export async function buyItem(ctx: Ctx, m: MerchantRow, input: X402Transport & {
 
   // A repeat of a payment that already reached a result replays it (even past validBefore).
   const claimedAgent = input.agentId?.toLowerCase() ?? payerAgentId(payment.authorization.from);
-  const prior = NONCE_RE.test(payment.authorization.nonce) ? await findSessionByIdempotencyKey(ctx.em, m.id, claimedAgent, key) : null;
+  // The agent's session with this key at any merchant (what the checkout below replays), read once; this merchant's is the prior purchase.
+  const keyed = NONCE_RE.test(payment.authorization.nonce) ? { prior: await findSessionByAgentKey(ctx.em, claimedAgent, key) } : undefined;
+  const prior = keyed?.prior && keyed.prior.merchantId === m.id ? keyed.prior : null;
   if (prior && read.paymentId && prior.payment && canonicalHash(prior.payment) !== paymentHash) {
     throw new ApiError('IDEMPOTENCY_KEY_REUSED', `payment-identifier ${read.paymentId} was already used with a different payment.`);
   }
@@ -170,12 +172,18 @@ export async function buyItem(ctx: Ctx, m: MerchantRow, input: X402Transport & {
     if (!checked.ok) return refusal402(due, checked.code, checked.human, prior?.id);
   }
 
-  const created = await createCheckout(ctx, m, input.prefix, {
-    agent_id: claimedAgent,
-    items: [{ sku: input.sku, qty: input.qty }],
-    rail: 'x402',
-    idempotency_key: key,
-  });
+  const created = await createCheckout(
+    ctx,
+    m,
+    input.prefix,
+    {
+      agent_id: claimedAgent,
+      items: [{ sku: input.sku, qty: input.qty }],
+      rail: 'x402',
+      idempotency_key: key,
+    },
+    keyed,
+  );
   // The session's own requirement (created just now, or the idempotent session of a repeat): no second read.
   const sessionId = created.session_id;
   const sessionDue: X402Due = { ...due, amountBaseUnits: created.payment_required.amountBaseUnits ?? due.amountBaseUnits };
