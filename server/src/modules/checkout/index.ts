@@ -8,7 +8,6 @@ export {
   agentRails,
   createCheckout,
   findSession,
-  findSessionByIdempotencyKey,
   findSessionByAgentKey,
   getMerchantSession,
   paymentRequiredOf,

@@ -192,11 +192,6 @@ export async function findSession(em: Em, m: Pick<MerchantRow, 'id'>, id: string
   return s;
 }
 
-/** The session an agent opened with this idempotency key at this merchant, if any (x402 purchases key on the payment). */
-export async function findSessionByIdempotencyKey(em: Em, merchantId: string, agentId: string, key: string): Promise<SessionRow | null> {
-  return sessionByIdempotencyKey(em, { merchantId, agentId, idempotencyKey: key });
-}
-
 /** The agent's session with this idempotency key at any merchant (one per agent and key), if any: what `createCheckout` replays. */
 export async function findSessionByAgentKey(em: Em, agentId: string, key: string): Promise<SessionRow | null> {
   return sessionByIdempotencyKey(em, { agentId: agentId.toLowerCase(), idempotencyKey: key });

@@ -7,7 +7,7 @@ import type { BroadcastRecord, Facilitator, PaymentProof, SettleOutcome } from '
 import type { Services } from '../../http/context.js';
 import { lockSessionRow, releaseMandateSubjects, releasePaymentNonces, type SessionRow } from '../checkout/index.js';
 import { findMerchantByIdOrFail, loadMerchantById } from '../merchants/index.js';
-import type { MerchantRow, SettleMerchant } from '../merchants/index.js';
+import type { SettleMerchant } from '../merchants/index.js';
 import { applyOutcome } from '../reputation/index.js';
 import { writeAccepted, writeAcceptedFresh, type AcceptedResult } from './accepted.js';
 import { attemptTransactions, extendPendingLease, insertSettlementTransaction, lockAttemptRow, pendingAttemptSession } from './store.js';
