@@ -1,3 +1,7 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CompactSign, exportJWK, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { x402Client } from '@x402/fetch';
 import { ExactEvmScheme } from '@x402/evm';
@@ -61,6 +65,12 @@ class StatementCounter {
 
   private note(sql: string, params: number, named: boolean) {
     this.sent?.push({ sql: sql.replace(/\s+/g, ' ').trim(), params, named });
+  }
+
+  /** Transactions open now, among the statements counted so far (BEGINs not yet ended). */
+  open(): number {
+    const sent = this.sent ?? [];
+    return sent.filter((x) => x.sql === 'begin').length - sent.filter((x) => x.sql === 'commit' || x.sql === 'rollback').length;
   }
 
   async count<T>(fn: () => Promise<T>): Promise<{ result: T; sent: Sent[] }> {
@@ -142,6 +152,56 @@ describe('statements per settle', () => {
     expect(approved.status, approved.text).toBe(200);
     console.info(`hold approval: ${sent.length} statements, ${textBytes(sent)} bytes\n${listing(sent)}`);
     expect(sent.length, listing(sent)).toBeLessThanOrEqual(14);
+  });
+});
+
+describe('nothing outside is called inside a transaction', () => {
+  it('GIVEN a mandate whose issuer keys are not cached WHEN the agent settles THEN the keys are fetched with no transaction open, between the transaction that found out and the gate\'s; once cached, the next settle verifies under the lock in 6 statements', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+    const kid = `issuer-${randomUUID()}`;
+    const jwk = { ...(await exportJWK(publicKey)), kid, alg: 'EdDSA', use: 'sig' };
+    const openAtFetch: number[] = [];
+    const server = http.createServer((_req, res) => {
+      openAtFetch.push(counter.open());
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ keys: [jwk] }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`;
+      const m = await publishedMerchant(app, { policy: OPEN_POLICY, products: [{ sku: 'coffee', amount: '0.25' }], merchant: { trusted_svc_jwks_url: url } });
+      // a settle without a mandate first: the merchant's mode is known, so settles try the one transaction
+      expect((await payX402(app, m.base, await openSession(app, m.base, [{ sku: 'coffee', qty: 1 }]), newBuyer())).res.status).toBe(200);
+      const mandated = async () => {
+        const agent = agentId();
+        const claims = {
+          iss: 'https://wallet.example',
+          sub: `mnd_${randomUUID()}`,
+          exp: Math.floor(Date.now() / 1000) + 600,
+          decision: 'approve',
+          agent_id: agent,
+          authorization: { merchant: m.merchant.id, max_amount: '20.00', currency: 'USD', intent: 'coffee' },
+        };
+        const token = await new CompactSign(new TextEncoder().encode(JSON.stringify(claims))).setProtectedHeader({ alg: 'EdDSA', typ: 'svc-mandate+jws', kid }).sign(privateKey);
+        return openSession(app, m.base, [{ sku: 'coffee', qty: 1 }], { agent_id: agent, mandate: { type: 'svc', token } });
+      };
+
+      const first = await mandated();
+      const { result, sent } = await counter.count(() => payX402(app, m.base, first, newBuyer()));
+      expect(result.res.status, result.res.text).toBe(200);
+      expect(openAtFetch, listing(sent)).toEqual([0]);
+      // the transaction that found the keys missing read the lock only, then ended
+      expect(sent.slice(0, 3).map((x) => x.sql.split(' ')[0]), listing(sent)).toEqual(['begin', 'select', expect.stringMatching(/^(commit|rollback)$/)]);
+
+      const second = await mandated();
+      const again = await counter.count(() => payX402(app, m.base, second, newBuyer()));
+      expect(again.result.res.status, again.result.res.text).toBe(200);
+      expect(openAtFetch).toHaveLength(1);
+      expect(again.sent.length, listing(again.sent)).toBeLessThanOrEqual(6);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 });
 
