@@ -217,13 +217,14 @@ describe('the merchant dashboard in Chromium', () => {
     await shot(page, '07-order');
 
     // a receipt whose signature does not match the merchant's keys shows as invalid
-    const [row0] = await sql<{ id: string; receipt_jws: string }>(app, 'select id, receipt_jws from checkout_sessions where order_id = ?', [orderId]);
+    // (the JWS is stored once, in receipts: the session reads it by join)
+    const [row0] = await sql<{ id: string; receipt_jws: string }>(app, 'select id, jws as receipt_jws from receipts where order_id = ?', [orderId]);
     const [h, claims, sig] = row0!.receipt_jws.split('.');
     const forged = JSON.parse(Buffer.from(claims!, 'base64url').toString('utf8'));
-    await sql(app, 'update checkout_sessions set receipt_jws = ? where id = ?', [[h, Buffer.from(JSON.stringify({ ...forged, total: { ...forged.total, total: '0.01' } })).toString('base64url'), sig].join('.'), row0!.id]);
+    await sql(app, 'update receipts set jws = ? where id = ?', [[h, Buffer.from(JSON.stringify({ ...forged, total: { ...forged.total, total: '0.01' } })).toString('base64url'), sig].join('.'), row0!.id]);
     await page.reload();
     await poll(() => page.getByTestId('receipt-status').textContent()).toBe('invalid');
-    await sql(app, 'update checkout_sessions set receipt_jws = ? where id = ?', [row0!.receipt_jws, row0!.id]);
+    await sql(app, 'update receipts set jws = ? where id = ?', [row0!.receipt_jws, row0!.id]);
 
     // filters: nothing is held yet
     await go('Orders');

@@ -29,6 +29,9 @@ export function sqlParams(): SqlParams {
   return { params, $, json };
 }
 
+/** A statement and its bind values, as a store builds it: run by `runSql`, or sent as it is by any node-pg client (the bench's ceiling). */
+export type Statement = { text: string; params: SqlValue[] };
+
 type Compiled = Parameters<Kysely<unknown>['executeQuery']>[0];
 
 export async function runSql<R = Record<string, unknown>>(em: Em, text: string, params: readonly SqlValue[] = []): Promise<R[]> {
@@ -40,6 +43,11 @@ export async function runSql<R = Record<string, unknown>>(em: Em, text: string, 
   } catch (err) {
     throw em.getDriver().convertException(err as Error);
   }
+}
+
+/** A store's statement run on `em` (its transaction when one is open). */
+export function runStatement<R = Record<string, unknown>>(em: Em, st: Statement): Promise<R[]> {
+  return runSql<R>(em, st.text, st.params);
 }
 
 /**

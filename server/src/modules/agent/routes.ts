@@ -3,7 +3,7 @@ import { contract } from '@svc/contract';
 import { agentPrefixOf, ctxOf, publicBaseUrl } from '../../http/context.js';
 import { buyItems, paymentTransportOf, sendX402, settleAnyTransport } from '../x402/index.js';
 import { etagMatches, merchantByRef } from './discovery.js';
-import { agentCatalog, agentJwks, agentManifest, currentMerchant, openCheckout, pollCheckout } from './service.js';
+import { agentCatalog, agentJwks, agentManifest, openCheckout, pollCheckout, settleMerchant } from './service.js';
 
 const s = initServer();
 
@@ -32,7 +32,7 @@ export const agentRoutes = s.router(contract.agent, {
   settle: async ({ req, res, params, body }) => {
     const ctx = ctxOf(req);
     const transport = { ...paymentTransportOf(req), baseUrl: publicBaseUrl(req) };
-    return sendX402(res, await settleAnyTransport(ctx, await currentMerchant(ctx, params.merchant), params.id, body, transport));
+    return sendX402(res, await settleAnyTransport(ctx, settleMerchant(ctx, params.merchant), params.id, body, transport));
   },
 });
 

@@ -75,6 +75,20 @@ export async function currentMerchant(ctx: Ctx, ref: string) {
   return m;
 }
 
+/**
+ * The merchant of a settle, by its URL reference (settlement's SettleMerchantRef): the settle's
+ * own first statement reads it; `resolve` reads it the usual way where a settle needs that (x402
+ * answers, a session of another merchant), once; `seen` drops a cached entry older than the row.
+ */
+export function settleMerchant(ctx: Ctx, ref: string) {
+  let resolved: ReturnType<typeof currentMerchant> | undefined;
+  return {
+    ref,
+    resolve: () => (resolved ??= currentMerchant(ctx, ref)),
+    seen: (m: { id: string; configVersion: number }) => ctx.services.caches.agent.sawConfigVersion(m.id, m.configVersion),
+  };
+}
+
 export async function openCheckout(ctx: Ctx, ref: string, prefix: string, body: CreateCheckoutBody) {
   return createCheckout(ctx, await currentMerchant(ctx, ref), prefix, body);
 }

@@ -38,7 +38,8 @@ export const CheckoutSessionEntity = defineEntity({
     settleResponse: p.text().nullable(),
     orderId: p.string().nullable(),
     receiptId: p.string().nullable(),
-    receiptJws: p.text().nullable(),
+    /** The receipt's JWS, stored once in `receipts` (migration 20261126000031): read by join, never written here. */
+    receiptJws: p.text().formula((cols) => `(select r.jws from receipts r where r.id = ${cols.receiptId})`).nullable(),
     settlementRef: p.string().nullable(),
     policyVersion: p.integer().nullable(),
     policyHash: p.string().nullable(),

@@ -79,13 +79,18 @@ function chooseRail(m: MerchantRow, allowed: RailName[] | null, requested: RailN
   return first;
 }
 
-export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, input: CreateCheckoutBody): Promise<CheckoutCreated> {
+/**
+ * `known`: the agent's session with this idempotency key, when the caller looked it up already
+ * (`findSessionByAgentKey`, the x402 paid resource), so it is not read twice.
+ */
+export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, input: CreateCheckoutBody, known?: { prior: SessionRow | null }): Promise<CheckoutCreated> {
   const { em } = ctx;
   // A UUID is case-insensitive: one spelling per agent for the rate limit, idempotency and reputation.
   const body: CreateCheckoutBody = { ...input, agent_id: input.agent_id.toLowerCase() };
   const requestHash = canonicalHash({ merchant: m.id, body });
   if (body.idempotency_key) {
-    const replay = await findIdempotentCreate(em, body.agent_id, body.idempotency_key, requestHash);
+    const prior = known ? known.prior : await sessionByIdempotencyKey(em, { agentId: body.agent_id, idempotencyKey: body.idempotency_key });
+    const replay = idempotentCreate(prior, requestHash);
     if (replay) return replay;
   }
   // The rate limit's hit, the cart's catalog rows and the active policy: one statement.
@@ -172,7 +177,10 @@ export async function createCheckout(ctx: Ctx, m: MerchantRow, prefix: string, i
 }
 
 async function findIdempotentCreate(em: Em, agentId: string, key: string, requestHash: string): Promise<CheckoutCreated | null> {
-  const prior = await sessionByIdempotencyKey(em, { agentId, idempotencyKey: key });
+  return idempotentCreate(await sessionByIdempotencyKey(em, { agentId, idempotencyKey: key }), requestHash);
+}
+
+function idempotentCreate(prior: SessionRow | null, requestHash: string): CheckoutCreated | null {
   if (!prior) return null;
   if (prior.requestHash !== requestHash) throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This idempotency_key was already used by this agent with a different request.');
   return JSON.parse(prior.createResponse!) as CheckoutCreated;
@@ -184,9 +192,9 @@ export async function findSession(em: Em, m: Pick<MerchantRow, 'id'>, id: string
   return s;
 }
 
-/** The session an agent opened with this idempotency key at this merchant, if any (x402 purchases key on the payment). */
-export async function findSessionByIdempotencyKey(em: Em, merchantId: string, agentId: string, key: string): Promise<SessionRow | null> {
-  return sessionByIdempotencyKey(em, { merchantId, agentId, idempotencyKey: key });
+/** The agent's session with this idempotency key at any merchant (one per agent and key), if any: what `createCheckout` replays. */
+export async function findSessionByAgentKey(em: Em, agentId: string, key: string): Promise<SessionRow | null> {
+  return sessionByIdempotencyKey(em, { agentId: agentId.toLowerCase(), idempotencyKey: key });
 }
 
 /** A session of one of the key's merchants (project and mode), else 404. */

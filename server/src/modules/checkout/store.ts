@@ -1,6 +1,7 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
-import { entityById, runSql, sqlParams, type SqlParams } from '../../db/sql.js';
+import { entityById, runSql, runStatement, sqlParams, type SqlParams, type Statement } from '../../db/sql.js';
+import { SETTLE_MERCHANT_COLUMNS, settleMerchantOf, type SettleMerchant } from '../merchants/index.js';
 import { CheckoutSessionEntity, type SessionRow } from './entity.js';
 
 /**
@@ -49,6 +50,46 @@ export async function lapsedSessionIds(em: Em, now: Date, limit: number): Promis
 /** A raw `checkout_sessions` row (from a statement that joined it) as the unit of work's entity. */
 export function mapSessionRow(em: Em, row: Record<string, unknown>): SessionRow {
   return em.map(CheckoutSessionEntity, row);
+}
+
+/** The row each plain session (`plainSession`) was read from, for `adoptSession`. */
+const rowsOfPlain = new WeakMap<SessionRow, Record<string, unknown>>();
+const SESSION_TIMESTAMPS = new Set(['created_at', 'expires_at', 'settled_at', 'hold_expires_at']);
+const camel = (k: string) => k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+
+/**
+ * A raw `checkout_sessions` row (jsonb parsed by the driver, timestamps as text or Dates) as a plain object of the entity's shape, outside the unit of work: the settle path's
+ * sessions, which it writes by its own statements (docs/contributing.md, "Data access").
+ */
+export function plainSession(row: Record<string, unknown>): SessionRow {
+  const s: Record<string, unknown> = {};
+  for (const k in row) {
+    const v = row[k];
+    // the ORM's drivers hand timestamps over as text (it parses them itself): the same here
+    s[camel(k)] = typeof v === 'string' && SESSION_TIMESTAMPS.has(k) ? new Date(v) : v;
+  }
+  const session = s as SessionRow;
+  rowsOfPlain.set(session, row);
+  return session;
+}
+
+/**
+ * The session as the unit of work's entity, for the ends of a settle that write through it (a
+ * rejection, a hold, an approved hold's order): a plain session becomes an entity from the row
+ * it was read from, with the changes made to it since (so the flush writes exactly those); an
+ * entity is returned as it is.
+ */
+export function adoptSession(tx: Em, s: SessionRow): SessionRow {
+  const row = rowsOfPlain.get(s);
+  if (!row) return s;
+  const entity = tx.getUnitOfWork().getById<SessionRow>(CheckoutSessionEntity, s.id as never) ?? tx.map(CheckoutSessionEntity, row);
+  Object.assign(entity, s);
+  return entity;
+}
+
+/** Whether the unit of work holds this session (an entity it will flush), rather than a plain one. */
+export function isSessionEntity(tx: Em, s: SessionRow): boolean {
+  return tx.getUnitOfWork().getById(CheckoutSessionEntity, s.id as never) === s;
 }
 
 /** Marks a session expired unless another request moved it on (one guarded update, no row load). */
@@ -100,29 +141,99 @@ export async function reservePaymentNonce(tx: Em, sessionId: string, k: NonceKey
  * The settle's locks, in one round trip: the session row (FOR UPDATE, its latest version) and
  * the gate's advisory lock of (merchant, agent), which velocity and daily caps need (they count the agent's other sessions, which row locks on this session do not cover). Only settles take the gate
  * lock, so taking both in one statement cannot deadlock with the other writers of the row.
- * Returns the session as the unit of work's entity, or undefined when it is gone.
+ * Returns the session as a plain object (`plainSession`), or undefined when it is gone.
  */
 export async function lockSessionForGate(tx: Em, sessionId: string, merchantId: string, agentId: string): Promise<SessionRow | undefined> {
   const rows = await runSql(
     tx,
-    `select s.*, pg_advisory_xact_lock(hashtextextended($2, 0)) as gate_locked from checkout_sessions s where s.id = $1 for update of s`,
+    `select s.*, r.jws as receipt_jws, pg_advisory_xact_lock(hashtextextended($2, 0)) as gate_locked
+     from checkout_sessions s left join receipts r on r.id = s.receipt_id where s.id = $1 for update of s`,
     [sessionId, `gate:${merchantId}:${agentId}`],
   );
   const row = rows[0];
   if (!row) return undefined;
   delete row.gate_locked;
-  return mapSessionRow(tx, row);
+  return plainSession(await withReceiptJws(tx, row));
+}
+
+/** The session's columns a settle reads (all but the create's answer and idempotency key), and its receipt's JWS. */
+const SETTLE_SESSION_COLUMNS = `s.id, s.merchant_id, s.livemode, s.agent_id, s.state, s.lines, s.currency, s.subtotal, s.tax, s.total,
+  s.amount_base_units, s.rail, s.pay_to, s.chain, s.asset, s.buyer, s.buyer_intent, s.mandate, s.path_prefix, s.payment, s.verdict,
+  s.settle_payment_hash, s.settle_status, s.settle_response, s.order_id, s.receipt_id, r.jws as receipt_jws, s.settlement_ref,
+  s.policy_version, s.policy_hash, s.gate, s.payment_error, s.created_at, s.expires_at, s.settled_at, s.hold_expires_at`;
+
+/** A settle's session and merchant, locked (lockSettleRow). `byRef`: the merchant is the one the URL's reference names. */
+export type LockedSettle = { session: SessionRow; merchant: SettleMerchant; byRef: boolean };
+
+/**
+ * The settle's first statement inside its transaction: the session row (FOR UPDATE, its latest
+ * version, only the columns a settle reads), its receipt's JWS, its merchant's settle columns,
+ * and the gate's advisory lock of (merchant, agent), as `lockSessionForGate` takes it. `ref` is
+ * the merchant reference of the URL: an `mrch_` id, or a slug (which names the published live
+ * merchant with it when there is one, else the published test one: agent/discovery.ts
+ * `merchantByRef`); `byRef` says whether this session's merchant is that one. It reads
+ * `merchants` and `receipts` on purpose (docs/contributing.md, "Data access"). Undefined when
+ * the session does not exist.
+ */
+export async function lockSettleRow(tx: Em, sessionId: string, ref: SettleRef): Promise<LockedSettle | undefined> {
+  const [row] = await runStatement(tx, settleRowStatement(sessionId, ref, true));
+  return row ? settleRowOf(await withReceiptJws(tx, row)) : undefined;
+}
+
+/**
+ * A locked row's receipt JWS, read again when its join found none though the session names a
+ * receipt: a lock that waited for the settle which wrote both sees the session's new version,
+ * but its join still reads the statement's snapshot, taken before that receipt existed (read
+ * committed). Only a settle that raced the first one, and replays it, pays this statement.
+ */
+async function withReceiptJws(tx: Em, row: Record<string, unknown>): Promise<Record<string, unknown>> {
+  if (row.receipt_id && row.receipt_jws == null) {
+    const [r] = await runSql<{ jws: string }>(tx, 'select jws from receipts where id = $1', [row.receipt_id as string]);
+    row.receipt_jws = r?.jws ?? null;
+  }
+  return row;
+}
+
+/** The same read without a lock or a transaction: the settle that needs the outside before its gate (a live facilitator's check, an issuer's keys). */
+export async function readSettleRow(em: Em, sessionId: string, ref: SettleRef): Promise<LockedSettle | undefined> {
+  const [row] = await runStatement(em, settleRowStatement(sessionId, ref, false));
+  return row ? settleRowOf(row) : undefined;
+}
+
+/** The merchant reference of a settle's URL: an `mrch_` id, or a lower-cased slug. */
+export type SettleRef = { id: string } | { slug: string };
+
+/** `lockSettleRow`'s statement (and `readSettleRow`'s, unlocked): built here, and by the bench's ceiling handler as it is. */
+export function settleRowStatement(sessionId: string, ref: SettleRef, lock: boolean): Statement {
+  return {
+    text: `select ${SETTLE_SESSION_COLUMNS}, ${SETTLE_MERCHANT_COLUMNS},
+       m.published_at is not null and (m.id = $2 or (m.slug = $3 and (m.livemode or not exists
+         (select 1 from merchants x where x.slug = $3 and x.livemode and x.published_at is not null)))) as by_ref
+       ${lock ? `, pg_advisory_xact_lock(hashtextextended('gate:' || s.merchant_id || ':' || s.agent_id::text, 0)) as gate_locked` : ''}
+     from checkout_sessions s join merchants m on m.id = s.merchant_id left join receipts r on r.id = s.receipt_id
+     where s.id = $1 ${lock ? 'for update of s' : ''}`,
+    params: [sessionId, 'id' in ref ? ref.id : null, 'slug' in ref ? ref.slug : null],
+  };
+}
+
+/** A row of `settleRowStatement`: the plain session, its merchant, and whether the reference names that merchant. */
+export function settleRowOf(row: Record<string, unknown>): LockedSettle {
+  const merchant = settleMerchantOf(row);
+  const byRef = row.by_ref === true;
+  const session: Record<string, unknown> = {};
+  for (const k in row) if (!k.startsWith('m_') && k !== 'by_ref' && k !== 'gate_locked') session[k] = row[k];
+  return { session: plainSession(session), merchant, byRef };
 }
 
 /** The session's row, locked until the transaction ends (phase 3, after its attempt's; prepared), as the unit of work's entity. */
 export async function lockSessionRow(tx: Em, sessionId: string): Promise<SessionRow | undefined> {
-  const [row] = await runSql(tx, 'select * from checkout_sessions where id = $1 for update', [sessionId]);
-  return row ? mapSessionRow(tx, row) : undefined;
+  const [row] = await runSql(tx, `select s.*, r.jws as receipt_jws from checkout_sessions s left join receipts r on r.id = s.receipt_id where s.id = $1 for update of s`, [sessionId]);
+  return row ? mapSessionRow(tx, await withReceiptJws(tx, row)) : undefined;
 }
 
 /** A session's row by primary key (prepared; the ORM would build the query anew per request). */
 export async function sessionRowById(em: Em, sessionId: string): Promise<Record<string, unknown> | undefined> {
-  const [row] = await runSql(em, 'select * from checkout_sessions where id = $1', [sessionId]);
+  const [row] = await runSql(em, 'select s.*, r.jws as receipt_jws from checkout_sessions s left join receipts r on r.id = s.receipt_id where s.id = $1', [sessionId]);
   return row;
 }
 
@@ -143,26 +254,30 @@ export type GateInputs = {
  * active policy, and the insert-or-nothing into `payment_nonces` (see `reservePaymentNonce`).
  * It reads `reputation`, `reputation_adjustments` and `policy_versions` on purpose (docs/contributing.md, "Data access").
  */
-export async function readGateInputs(
-  tx: Em,
-  s: { id: string; merchantId: string; agentId: string; agentSubject: string; livemode: boolean; projectId: string },
-  nonce: NonceKey | null,
-  now: Date,
-): Promise<GateInputs> {
+export async function readGateInputs(tx: Em, s: GateSubject, nonce: NonceKey | null, now: Date): Promise<GateInputs> {
+  const [row] = await runStatement<GateInputsRow>(tx, gateInputsStatement(s, nonce, now));
+  return gateInputsOf(row!, nonce);
+}
+
+/** Whose gate `readGateInputs` reads for: the session, its merchant's project and mode, the agent's reputation subject. */
+export type GateSubject = { id: string; merchantId: string; agentId: string; agentSubject: string; livemode: boolean; projectId: string };
+type GateInputsRow = {
+  score: number | null;
+  adjustment: number | null;
+  last_hour: string | number;
+  last_day: string | number;
+  day_spend: string | null;
+  policy_version: number | null;
+  policy_hash: string | null;
+  policy_body: unknown;
+  nonce_holder: string | null;
+};
+
+/** `readGateInputs`' statement: built here, and by the bench's ceiling handler as it is. */
+export function gateInputsStatement(s: GateSubject, nonce: NonceKey | null, now: Date): Statement {
   const reservation = nonceReservationSql({ sessionId: '$1', now: '$5', chain: '$6', payer: '$7', nonce: '$8' });
-  const rows = await runSql<{
-    score: number | null;
-    adjustment: number | null;
-    last_hour: string | number;
-    last_day: string | number;
-    day_spend: string | null;
-    policy_version: number | null;
-    policy_hash: string | null;
-    policy_body: unknown;
-    nonce_holder: string | null;
-  }>(
-    tx,
-    `with ${reservation.won},
+  return {
+    text: `with ${reservation.won},
      velocity as (
        select count(*) filter (where created_at > $5::timestamptz - interval '1 hour') as last_hour,
               count(*) as last_day,
@@ -176,18 +291,22 @@ export async function readGateInputs(
             p.version as policy_version, p.hash as policy_hash, p.body::text as policy_body,
             ${reservation.holder} as nonce_holder
      from velocity v left join policy_versions p on p.merchant_id = $2 and p.active`,
-    [s.id, s.merchantId, s.agentId, s.agentSubject, now, nonce?.chain ?? null, nonce?.payer ?? null, nonce?.nonce ?? null, s.livemode, s.projectId],
-  );
-  const r = rows[0]!;
-  const body = typeof r.policy_body === 'string' ? (JSON.parse(r.policy_body) as Record<string, unknown>) : null;
+    params: [s.id, s.merchantId, s.agentId, s.agentSubject, now, nonce?.chain ?? null, nonce?.payer ?? null, nonce?.nonce ?? null, s.livemode, s.projectId],
+  };
+}
+
+/** A row of `gateInputsStatement` as the gate reads it. */
+export function gateInputsOf(r: GateInputsRow | Record<string, unknown>, nonce: NonceKey | null): GateInputs {
+  const row = r as GateInputsRow;
+  const body = typeof row.policy_body === 'string' ? (JSON.parse(row.policy_body) as Record<string, unknown>) : null;
   return {
     agentReputation: {
-      score: r.score === null || r.score === undefined ? null : Number(r.score),
-      adjustment: r.adjustment === null || r.adjustment === undefined ? null : Number(r.adjustment),
+      score: row.score === null || row.score === undefined ? null : Number(row.score),
+      adjustment: row.adjustment === null || row.adjustment === undefined ? null : Number(row.adjustment),
     },
-    velocity: { lastHour: Number(r.last_hour), lastDay: Number(r.last_day), daySpend: r.day_spend ?? '0' },
-    policy: r.policy_version === null || r.policy_version === undefined ? null : { version: Number(r.policy_version), hash: r.policy_hash!, body: body ?? {} },
-    nonceHolder: nonce ? r.nonce_holder : undefined,
+    velocity: { lastHour: Number(row.last_hour), lastDay: Number(row.last_day), daySpend: row.day_spend ?? '0' },
+    policy: row.policy_version === null || row.policy_version === undefined ? null : { version: Number(row.policy_version), hash: row.policy_hash!, body: body ?? {} },
+    nonceHolder: nonce ? row.nonce_holder : undefined,
   };
 }
 
@@ -308,13 +427,13 @@ export function settlingSessionSql({ $, json }: SqlParams, s: SessionRow): strin
 /** The session's columns an accepted settle writes. */
 export type AcceptedSession = Pick<
   SessionRow,
-  'settledAt' | 'orderId' | 'receiptId' | 'receiptJws' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse' | 'policyVersion' | 'policyHash' | 'payment'
+  'settledAt' | 'orderId' | 'receiptId' | 'settlementRef' | 'verdict' | 'settlePaymentHash' | 'settleStatus' | 'settleResponse' | 'policyVersion' | 'policyHash' | 'payment'
 >;
 
 /** The accepted settle's session update: `accepted`, only when the attempt CTE `attemptCte` returned this session. */
 export function acceptSessionSql({ $, json }: SqlParams, sessionId: string, s: AcceptedSession, attemptCte: string): string {
   return `update checkout_sessions set state = 'accepted', settled_at = ${$(s.settledAt ?? null)}::timestamptz, order_id = ${$(s.orderId)}::text,
-         receipt_id = ${$(s.receiptId)}::text, receipt_jws = ${$(s.receiptJws)}::text, settlement_ref = ${$(s.settlementRef)}::text,
+         receipt_id = ${$(s.receiptId)}::text, settlement_ref = ${$(s.settlementRef)}::text,
          verdict = ${json(s.verdict)}, payment_error = null, gate = null, settle_payment_hash = ${$(s.settlePaymentHash)}::text,
          settle_status = ${$(s.settleStatus)}::int, settle_response = ${$(s.settleResponse)}::text,
          policy_version = ${$(s.policyVersion)}::int, policy_hash = ${$(s.policyHash)}::text, payment = ${json(s.payment)}

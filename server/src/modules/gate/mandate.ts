@@ -85,6 +85,28 @@ function remoteJwks(url: string, timeoutMs: number, rules: OutboundRules, resolv
   return set;
 }
 
+/**
+ * Whether `verifyMandate` can answer from this process alone (no fetch, no wait): no mandate, one
+ * that fails before its keys are needed, or an svc mandate whose issuer key set is cached, fresh
+ * and holds the token's kid. The settle checks it inside its transaction: when false, the mandate
+ * is verified after that transaction is rolled back (docs/settlement.md, "Statement budget").
+ */
+export function mandateVerifiableOffline(input: MandateInput | null | undefined, ctx: Pick<MandateContext, 'jwksUrl' | 'issuerKeys' | 'timeoutMs' | 'rules' | 'resolve'>): boolean {
+  if (!input || input.type !== 'svc' || typeof input.token !== 'string' || input.token.split('.').length !== 3 || !ctx.jwksUrl) return true;
+  let kid: unknown;
+  try {
+    kid = decodeProtectedHeader(input.token).kid;
+  } catch {
+    return true;
+  }
+  if (!nonEmpty(kid)) return true;
+  // an address the rules refuse answers after the fixed budget: a wait, so not inside a transaction
+  if (ctx.resolve || !checkOutboundUrl(ctx.jwksUrl, ctx.rules).ok) return false;
+  const set = ctx.issuerKeys?.get(`${ctx.timeoutMs ?? JWKS_TIMEOUT_MS} ${ctx.rules.reach} ${ctx.jwksUrl}`);
+  if (!set || !set.fresh || set.reloading) return false;
+  return set.jwks()?.keys.some((k) => k.kid === kid) ?? false;
+}
+
 const DECIMAL_RE = /^\d+(\.\d+)?$/;
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v.length > 0;

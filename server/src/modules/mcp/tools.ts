@@ -10,7 +10,7 @@ import type { z } from 'zod';
 import type { Ctx } from '../../http/context.js';
 import { describeIssue, isDatabaseUnavailable } from '../../http/errors.js';
 import { ApiError } from '../../lib/errors.js';
-import { agentCatalog, agentManifest, currentMerchant, openCheckout, pollCheckout } from '../agent/index.js';
+import { agentCatalog, agentManifest, currentMerchant, openCheckout, pollCheckout, settleMerchant } from '../agent/index.js';
 import { listCatalogItems, presentCatalogItem } from '../catalog/index.js';
 import { buyItems, settleAnyTransport, type PurchaseReply, type SettleReply, type X402Transport } from '../x402/index.js';
 
@@ -130,10 +130,10 @@ const run: { [N in McpToolName]: (ctx: Ctx, call: ToolCall, args: Args<N>) => Pr
   create_checkout: async (ctx, call, args) => toolResult(await openCheckout(ctx, call.ref, call.prefix, args)),
   get_checkout: async (ctx, call, args) => toolResult((await pollCheckout(ctx, call.ref, args.session_id)) satisfies SessionView),
   buy: async (ctx, call, args) => {
-    const m = await currentMerchant(ctx, call.ref);
     if (args.session_id !== undefined) {
-      return buyResult(await settleAnyTransport(ctx, m, args.session_id, undefined, call.transport), args.session_id);
+      return buyResult(await settleAnyTransport(ctx, settleMerchant(ctx, call.ref), args.session_id, undefined, call.transport), args.session_id);
     }
+    const m = await currentMerchant(ctx, call.ref);
     const reply = await buyItems(ctx, m, { ...call.transport, prefix: call.prefix, items: args.items!, ...(args.agent_id ? { agentId: args.agent_id } : {}) });
     return buyResult(reply, null);
   },

@@ -24,5 +24,8 @@ export {
   lockMerchantForUpdate,
   markMerchantPublished,
   merchantRowById,
+  settleMerchantOf,
+  SETTLE_MERCHANT_COLUMNS,
   type MerchantRow,
+  type SettleMerchant,
 } from './store.js';

@@ -83,6 +83,39 @@ export async function findPublishedMerchantIdByDomain(em: Em, domain: string): P
   return rows[0]?.id ?? null;
 }
 
+/** The merchant's columns the settle path uses (settlement/settle.ts), read by the settle's lock statement. */
+export type SettleMerchant = Pick<
+  MerchantRow,
+  'id' | 'projectId' | 'livemode' | 'slug' | 'verifiedDomain' | 'receiptKid' | 'receiptPublicX' | 'receiptSeedSealed' | 'trustedSvcJwksUrl' | 'configVersion' | 'publishedAt'
+>;
+
+/**
+ * Those columns of the merchant aliased `m`, prefixed `m_`, for a statement of another module
+ * that joins the merchant of its row (checkout/store.ts `lockSettleRow`); `settleMerchantOf` reads them back.
+ */
+export const SETTLE_MERCHANT_COLUMNS = `m.id as m_id, m.project_id as m_project_id, m.livemode as m_livemode, m.slug as m_slug,
+  m.verified_domain as m_verified_domain, m.receipt_kid as m_receipt_kid, m.receipt_public_x as m_receipt_public_x,
+  m.receipt_seed_sealed as m_receipt_seed_sealed, m.trusted_svc_jwks_url as m_trusted_svc_jwks_url,
+  m.config_version as m_config_version, m.published_at as m_published_at`;
+
+/** The merchant of a row read with SETTLE_MERCHANT_COLUMNS: a plain object, no entity. */
+export function settleMerchantOf(r: Record<string, unknown>): SettleMerchant {
+  const publishedAt = r.m_published_at;
+  return {
+    id: r.m_id as string,
+    projectId: r.m_project_id as string,
+    livemode: r.m_livemode as boolean,
+    slug: r.m_slug as string,
+    verifiedDomain: (r.m_verified_domain as string | null) ?? null,
+    receiptKid: r.m_receipt_kid as string,
+    receiptPublicX: r.m_receipt_public_x as string,
+    receiptSeedSealed: r.m_receipt_seed_sealed as string,
+    trustedSvcJwksUrl: (r.m_trusted_svc_jwks_url as string | null) ?? null,
+    configVersion: Number(r.m_config_version),
+    publishedAt: publishedAt === null || publishedAt === undefined ? null : publishedAt instanceof Date ? publishedAt : new Date(publishedAt as string),
+  };
+}
+
 /** A merchant's row by id, for the agent routes' every request (prepared; the caller maps it to the entity). */
 export async function merchantRowById(em: Em, merchantId: string): Promise<Record<string, unknown> | undefined> {
   const [row] = await runSql(em, 'select * from merchants where id = $1', [merchantId]);

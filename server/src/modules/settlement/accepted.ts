@@ -5,17 +5,17 @@ import { newId } from '../../lib/ids.js';
 import type { Services } from '../../http/context.js';
 import { totalOf, type SessionRow } from '../checkout/index.js';
 import { importReceiptKey, inputFingerprint, signReceipt, type GateContext, type MandateResult, type ReceiptSigningKey } from '../gate/index.js';
-import type { MerchantRow } from '../merchants/index.js';
+import type { SettleMerchant } from '../merchants/index.js';
 import { addOrder, addReceipt, orderById, orderRow, presentOrderEvent, receiptRow, type OrderRow, type ReceiptRow } from '../orders/index.js';
 import type { RecordEventInput } from '../events/index.js';
 import { applyOutcomes, NEUTRAL_SCORE, outcomeDeltas, type SessionOutcome } from '../reputation/index.js';
-import { writeAcceptedAttempt } from './store.js';
+import { writeAcceptedAttempt, type AcceptedAttemptWrite } from './store.js';
 
 /** The settle route's 200 (the contract's SettleAccepted). */
 export type AcceptedResult = { status: 200; body: SettleAccepted };
 
 /** A hosted session's new order (the row `newOrder` adds, or one statement inserts). */
-export function orderFields(now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult): OrderRow {
+export function orderFields(now: Date, m: SettleMerchant, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult): OrderRow {
   return orderRow({
     sessionId: s.id,
     merchant: m,
@@ -33,7 +33,7 @@ export function orderFields(now: Date, m: MerchantRow, s: SessionRow, decision: 
   });
 }
 
-export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult) {
+export function newOrder(tx: Em, now: Date, m: SettleMerchant, s: SessionRow, decision: Decision, tier: TrustTier, mandate: MandateResult) {
   return addOrder(tx, orderFields(now, m, s, decision, tier, mandate));
 }
 
@@ -43,7 +43,7 @@ export function newOrder(tx: Em, now: Date, m: MerchantRow, s: SessionRow, decis
  * not extractable). Keyed by the sealed seed itself, so a merchant whose seed changed gets its new key.
  */
 const RECEIPT_KEYS_MAX = 1024;
-export function receiptKeyOf(services: Pick<Services, 'box' | 'caches'>, m: Pick<MerchantRow, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
+export function receiptKeyOf(services: Pick<Services, 'box' | 'caches'>, m: Pick<SettleMerchant, 'id' | 'receiptSeedSealed' | 'receiptPublicX' | 'receiptKid'>): Promise<ReceiptSigningKey> {
   const receiptKeys = services.caches.receiptKeys;
   const cacheKey = `${m.id}\0${m.receiptKid}\0${m.receiptSeedSealed}`;
   let key = receiptKeys.get(cacheKey);
@@ -81,7 +81,7 @@ export type AcceptedWrites = {
  */
 export async function acceptedWrites(
   services: Pick<Services, 'box' | 'caches'>,
-  m: MerchantRow,
+  m: SettleMerchant,
   s: SessionRow,
   order: OrderRow,
   input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string; now: Date },
@@ -134,10 +134,11 @@ export async function acceptedWrites(
       verdict: gate.verdict,
       paymentError: null,
       gate: null,
-      // the terminal result, stored so the same payment replays it byte for byte (storeSettleResult)
+      // the terminal result, stored so the same payment replays it byte for byte (storeSettleResult),
+      // with the receipt left out: its JWS is stored once, in receipts (outcome.ts storedSettleBody puts it back)
       settlePaymentHash: input.paymentHash,
       settleStatus: result.status,
-      settleResponse: JSON.stringify(result.body),
+      settleResponse: JSON.stringify({ ...result.body, receipt: null }),
     },
     events: [
       { ...event, type: 'order.accepted' },
@@ -162,31 +163,50 @@ export async function acceptedWrites(
 export async function writeAcceptedFresh(
   em: Em,
   services: Pick<Services, 'box' | 'caches' | 'events'>,
-  m: MerchantRow,
+  m: SettleMerchant,
   s: SessionRow,
-  input: { attempt: Parameters<typeof writeAcceptedAttempt>[1]['attempt']; paymentHash: string; gate: GateContext; reference: string; now: Date },
+  input: FreshAcceptInput,
 ): Promise<{ result: AcceptedResult } | null> {
-  const { attempt, gate, reference, now } = input;
-  const attemptId = 'pendingId' in attempt ? attempt.pendingId : attempt.insert.id;
-  const order = orderFields(now, m, s, 'accept', gate.verdict.tier, gate.mandate);
-  const w = await acceptedWrites(services, m, s, order, { ...input, attemptId });
-  const done = await writeAcceptedAttempt(em, {
-    attempt,
-    reference,
-    order,
-    receipt: w.receipt,
-    sessionId: s.id,
-    session: { ...w.session, policyVersion: s.policyVersion, policyHash: s.policyHash, payment: s.payment },
-    events: services.events.prepare(w.events).rows,
-    fanOutCtes: services.events.fanOutCtes,
-    deltas: outcomeDeltas(s.id, m.livemode, w.outcomes),
-    neutralScore: NEUTRAL_SCORE,
-    now,
-  });
+  const { write, writes: w } = await freshAcceptWrite(services, m, s, input);
+  const done = await writeAcceptedAttempt(em, write);
   if (!done.accepted) return null;
   services.events.fanned(done.fanned);
   Object.assign(s, w.session);
   return { result: w.result };
+}
+
+export type FreshAcceptInput = { attempt: AcceptedAttemptWrite['attempt']; paymentHash: string; gate: GateContext; reference: string; now: Date };
+
+/**
+ * What `writeAcceptedFresh` writes, computed (the order, the signed receipt, the events, the
+ * reputation deltas) and not yet written: also what the bench's ceiling handler sends.
+ */
+export async function freshAcceptWrite(
+  services: Pick<Services, 'box' | 'caches' | 'events'>,
+  m: SettleMerchant,
+  s: SessionRow,
+  input: FreshAcceptInput,
+): Promise<{ write: AcceptedAttemptWrite; writes: AcceptedWrites }> {
+  const { attempt, gate, reference, now } = input;
+  const attemptId = 'pendingId' in attempt ? attempt.pendingId : attempt.insert.id;
+  const order = orderFields(now, m, s, 'accept', gate.verdict.tier, gate.mandate);
+  const w = await acceptedWrites(services, m, s, order, { ...input, attemptId });
+  return {
+    writes: w,
+    write: {
+      attempt,
+      reference,
+      order,
+      receipt: w.receipt,
+      sessionId: s.id,
+      session: { ...w.session, policyVersion: s.policyVersion, policyHash: s.policyHash, payment: s.payment },
+      events: services.events.prepare(w.events).rows,
+      fanOutCtes: services.events.fanOutCtes,
+      deltas: outcomeDeltas(s.id, m.livemode, w.outcomes),
+      neutralScore: NEUTRAL_SCORE,
+      now,
+    },
+  };
 }
 
 /**
@@ -198,7 +218,7 @@ export async function writeAcceptedFresh(
 export async function writeAccepted(
   tx: Em,
   services: Pick<Services, 'box' | 'caches' | 'now' | 'events'>,
-  m: MerchantRow,
+  m: SettleMerchant,
   s: SessionRow,
   input: { paymentHash: string; gate: GateContext; reference: string; attemptId: string },
 ): Promise<AcceptedResult> {

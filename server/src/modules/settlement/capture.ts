@@ -4,8 +4,8 @@ import type { Em } from '../../db/orm.js';
 import type { Ctx } from '../../http/context.js';
 import { settleMockRail } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
-import { reservePaymentNonce, type NonceKey, type SessionRow } from '../checkout/index.js';
-import type { MerchantRow } from '../merchants/index.js';
+import { isSessionEntity, reservePaymentNonce, type NonceKey, type SessionRow } from '../checkout/index.js';
+import type { SettleMerchant } from '../merchants/index.js';
 import type { GateContext } from '../gate/index.js';
 import { writeAccepted, writeAcceptedFresh } from './accepted.js';
 import { attemptFields, markSettled } from './engine.js';
@@ -45,7 +45,7 @@ export function checkNonceHolder(s: SessionRow, holder: string | null | undefine
 export type BeginCaptureInput = {
   tx: Em;
   services: Ctx['services'];
-  merchant: MerchantRow;
+  merchant: SettleMerchant;
   session: SessionRow;
   paymentHash: string;
   gate: GateContext;
@@ -82,7 +82,7 @@ export async function beginCapture(input: BeginCaptureInput): Promise<CaptureBeg
       // The unit of work then takes the session as written, so the commit does not write it again.
       const done = await writeAcceptedFresh(tx, services, m, s, { attempt: { insert: attempt }, paymentHash: input.paymentHash, gate: input.gate, reference, now });
       if (!done) throw new Error(`settlement attempt ${attempt.id} was not written`);
-      tx.getUnitOfWork().merge(s);
+      if (isSessionEntity(tx, s)) tx.getUnitOfWork().merge(s);
       return { kind: 'done', result: done.result };
     }
     // An approved hold's order exists: updated in writeAccepted's one flush, with the attempt inserted settled.
@@ -106,6 +106,6 @@ export async function beginCapture(input: BeginCaptureInput): Promise<CaptureBeg
     }
     throw err;
   }
-  tx.getUnitOfWork().merge(s);
+  if (isSessionEntity(tx, s)) tx.getUnitOfWork().merge(s);
   return { kind: 'drive', attemptId: attempt.id, proof: proof!, facilitator, session: s };
 }

@@ -7,11 +7,12 @@ import type { BroadcastRecord, Facilitator, PaymentProof, SettleOutcome } from '
 import type { Services } from '../../http/context.js';
 import { lockSessionRow, releaseMandateSubjects, releasePaymentNonces, type SessionRow } from '../checkout/index.js';
 import { findMerchantByIdOrFail, loadMerchantById } from '../merchants/index.js';
-import type { MerchantRow } from '../merchants/index.js';
+import type { SettleMerchant } from '../merchants/index.js';
 import { applyOutcome } from '../reputation/index.js';
 import { writeAccepted, writeAcceptedFresh, type AcceptedResult } from './accepted.js';
 import { attemptTransactions, extendPendingLease, insertSettlementTransaction, lockAttemptRow, pendingAttemptSession } from './store.js';
 import type { AttemptRow, ReturnState } from './entity.js';
+import { storedSettleBody } from './outcome.js';
 
 /**
  * The settlement engine (docs/settlement.md). Phase 1 (the gate's transaction) writes a
@@ -112,7 +113,7 @@ export async function driveAttempt(
    * attempt's merchant, and its session as phase 1 committed it (`settling`; nothing but a
    * resolver, which must win the attempt first, changes it after).
    */
-  known: { merchant?: MerchantRow; session?: SessionRow } = {},
+  known: { merchant?: SettleMerchant; session?: SessionRow } = {},
 ): Promise<AttemptOutcome> {
   const settled = await settleRecordingBroadcasts(services, facilitator, proof, (rec) => recordBroadcast(services, attemptId, rec), { attempt: attemptId });
   if ('nothingSent' in settled) {
@@ -162,7 +163,7 @@ export async function resolveAttempt(
   services: Services,
   attemptId: string,
   outcome: SettleOutcome,
-  opts: { penalize?: boolean; merchant?: MerchantRow; session?: SessionRow } = {},
+  opts: { penalize?: boolean; merchant?: SettleMerchant; session?: SessionRow } = {},
 ): Promise<AttemptOutcome> {
   const now = services.now();
   if (outcome.status === 'pending') {
@@ -217,7 +218,7 @@ async function acceptInOneStatement(
   attemptId: string,
   reference: string,
   now: Date,
-  known: { merchant?: MerchantRow; session?: SessionRow },
+  known: { merchant?: SettleMerchant; session?: SessionRow },
 ): Promise<AttemptOutcome | null> {
   const em = services.orm.em.fork();
   let s: SessionRow;
@@ -266,7 +267,7 @@ async function releaseAttempt(tx: Em, a: AttemptRow, s: SessionRow) {
 
 function storedOutcome(a: AttemptRow, s: SessionRow): AttemptOutcome {
   if (a.status === 'settled' && s.settleStatus === 200 && s.settleResponse) {
-    return { kind: 'accepted', result: { status: 200, body: JSON.parse(s.settleResponse) } };
+    return { kind: 'accepted', result: { status: 200, body: storedSettleBody(s) as AcceptedResult['body'] } };
   }
   return { kind: 'failed', code: (a.failureCode ?? 'CAPTURE_FAILED') as ReasonCode, human: a.failureHuman ?? 'The payment did not settle.', returnState: a.returnState };
 }

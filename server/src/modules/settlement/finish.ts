@@ -3,7 +3,7 @@ import type { Em } from '../../db/orm.js';
 import type { Ctx } from '../../http/context.js';
 import { pollCall, releaseMandateSubjects, releasePaymentNonces, type SessionRow } from '../checkout/index.js';
 import type { GateContext, MandateResult, Verdict } from '../gate/index.js';
-import type { MerchantRow } from '../merchants/index.js';
+import type { SettleMerchant } from '../merchants/index.js';
 import { orderById, presentOrderEvent } from '../orders/index.js';
 import { applyOutcome } from '../reputation/index.js';
 import { newOrder, storeSettleResult } from './accepted.js';
@@ -37,7 +37,7 @@ export async function recordPaymentInvalid(input: { em: Em; now: Date; session: 
 export type RejectInput = {
   tx: Em;
   ctx: Ctx;
-  merchant: MerchantRow;
+  merchant: SettleMerchant;
   session: SessionRow;
   paymentHash: string;
   payment: SettlePayment;
@@ -70,7 +70,7 @@ export async function finishRejected(input: RejectInput): Promise<SettleResult> 
 }
 
 /** The verdict held the order for merchant review (docs/settlement.md, "Holds"). */
-export async function finishHeld(input: { tx: Em; ctx: Ctx; merchant: MerchantRow; session: SessionRow; paymentHash: string; gate: GateContext; baseUrl: string }): Promise<SettleResult> {
+export async function finishHeld(input: { tx: Em; ctx: Ctx; merchant: SettleMerchant; session: SessionRow; paymentHash: string; gate: GateContext; baseUrl: string }): Promise<SettleResult> {
   const { tx, ctx, merchant: m, session: s, gate } = input;
   const now = ctx.services.now();
   s.state = 'held';
@@ -103,7 +103,7 @@ export async function finishHeld(input: { tx: Em; ctx: Ctx; merchant: MerchantRo
 export async function rejectHeld(input: {
   tx: Em;
   services: Pick<Ctx['services'], 'now' | 'events'>;
-  merchant: MerchantRow;
+  merchant: SettleMerchant;
   session: SessionRow;
   code: ReasonCode;
   /** The agent's reputation counts the rejection (a merchant's decision; not a window that lapsed unattended). */

@@ -38,10 +38,22 @@ export const settlementPending = (s: Pick<SessionRow, 'pathPrefix' | 'id'>): Set
 /** States after which a settle replays (or refuses): the gate decided. */
 export const TERMINAL = new Set(['accepted', 'rejected', 'held']);
 
+/**
+ * The stored answer of a settled session, as it was sent: an accepted answer is stored with
+ * `"receipt":null` in the receipt's place (its JWS is stored once, in receipts, and read with the
+ * session), so the JWS goes back into that key, which keeps its position in the bytes. Answers
+ * stored before migration 20261126000031 carry their receipt and are returned as they are.
+ */
+export function storedSettleBody(s: Pick<SessionRow, 'settleResponse' | 'receiptJws'>): Record<string, unknown> {
+  const body = JSON.parse(s.settleResponse!) as Record<string, unknown>;
+  if (body.status === 'accepted' && body.receipt === null && s.receiptJws) body.receipt = s.receiptJws;
+  return body;
+}
+
 /** A repeat of the payment that produced a terminal result replays it; another payment is 409. */
 export function replayOrConflict(s: SessionRow, paymentHash: string): SettleResult {
   if (s.settlePaymentHash === paymentHash && s.settleResponse && s.settleStatus) {
-    return { status: s.settleStatus, body: JSON.parse(s.settleResponse) } as SettleResult;
+    return { status: s.settleStatus, body: storedSettleBody(s) } as SettleResult;
   }
   throw new ApiError('SESSION_ALREADY_SETTLED', `The session is already ${s.state}; a different payment cannot settle it.`);
 }

@@ -5,12 +5,13 @@ import type { Ctx } from '../../http/context.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
 import type { Authorization } from '../../lib/eip3009.js';
 import { ApiError } from '../../lib/errors.js';
+import { hasPrefix } from '../../lib/ids.js';
 import { outboundRules } from '../../lib/ssrf.js';
 import { facilitatorFor } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
-import { expireSession, findSession, lockSessionForGate, readGateInputs, reserveMandateSubject, sessionStateAt, totalOf, type GateInputs, type SessionRow } from '../checkout/index.js';
-import { evaluatePolicy, trustTier, verifyMandate, type GateContext, type MandateResult } from '../gate/index.js';
-import type { MerchantRow } from '../merchants/index.js';
+import { adoptSession, expireSession, findSession, lockSessionForGate, lockSettleRow, readGateInputs, readSettleRow, reserveMandateSubject, sessionStateAt, totalOf, type GateInputs, type SessionRow } from '../checkout/index.js';
+import { evaluatePolicy, mandateVerifiableOffline, trustTier, verifyMandate, type GateContext, type MandateContext, type MandateResult } from '../gate/index.js';
+import type { SettleMerchant } from '../merchants/index.js';
 import { policyHash } from '../policy/index.js';
 import { applyOutcome, reputationOf, subjectKey, type Reputation } from '../reputation/index.js';
 import { beginCapture, CaptureFailure, checkNonceHolder, nonceKeyOf, reserveNonce, type CaptureBegun } from './capture.js';
@@ -27,8 +28,17 @@ import { paymentInvalid, rejected, replayOrConflict, settlementPending, TERMINAL
  * facilitator (the test-mode mock) settles inside phase 1.
  */
 
+/**
+ * The merchant a settle pays: known already (the x402 paid resource, which quoted it), or the
+ * reference of the URL (`mrch_` id or slug), resolved by the settle's own first statement
+ * (checkout/store.ts `lockSettleRow`). `resolve` reads it the agent routes' way, for the answer
+ * when the session is not that merchant's (404 for the merchant, else for the session); `seen`
+ * hears the merchant the settle read (the agent read cache's config version).
+ */
+export type SettleMerchantRef = { ref: string; resolve: () => Promise<SettleMerchant>; seen?: (m: SettleMerchant) => void };
+
 /** One settle: the merchant and session it pays, the canonical payment, and where hosted links point. */
-export type SettleInput = { ctx: Ctx; merchant: MerchantRow; sessionId: string; payment: SettlePayment; baseUrl: string };
+export type SettleInput = { ctx: Ctx; merchant: SettleMerchant | SettleMerchantRef; sessionId: string; payment: SettlePayment; baseUrl: string };
 
 /** Every transport (JSON settle, x402 headers, the paid resource) settles here: one place to count outcomes. */
 export async function settleSession(input: SettleInput): Promise<SettleResult> {
@@ -43,19 +53,53 @@ export async function settleSession(input: SettleInput): Promise<SettleResult> {
   }
 }
 
+/**
+ * The mode each merchant reference named when last read (a merchant's mode never changes; a
+ * slug's may, when its live merchant publishes). A hint only: it picks the path a settle tries
+ * first, and the statement that reads the merchant decides.
+ */
+const refModes = new Map<string, boolean>();
+const REF_MODES_MAX = 4096;
+const refKey = (ref: string) => (hasPrefix(ref, 'mrch') ? ref : ref.toLowerCase());
+function rememberMode(ref: string, livemode: boolean) {
+  const key = refKey(ref);
+  if (refModes.get(key) === livemode) return;
+  if (refModes.size >= REF_MODES_MAX) refModes.delete(refModes.keys().next().value!);
+  refModes.set(key, livemode);
+}
+
+const isRef = (m: SettleInput['merchant']): m is SettleMerchantRef => 'ref' in m;
+const lockRefOf = (m: SettleInput['merchant']) => (!isRef(m) ? { id: m.id } : hasPrefix(m.ref, 'mrch') ? { id: m.ref } : { slug: m.ref.toLowerCase() });
+
+/** The session and its merchant, read before the gate's transaction (the path that needs the outside first). */
+type Read = { session: SessionRow; merchant: SettleMerchant };
+
 async function settleOnce(input: SettleInput): Promise<SettleResult> {
-  const { ctx, merchant: m, payment } = input;
+  const { ctx, payment } = input;
   const { em, services } = ctx;
   const now = services.now();
-  const session = await findSession(em, m, input.sessionId);
   const paymentHash = canonicalHash(payment);
+  const livemode = isRef(input.merchant) ? refModes.get(refKey(input.merchant.ref)) : input.merchant.livemode;
+
+  // Test mode: everything in one transaction (settleInOneTransaction). It hands back what it read
+  // when the settle needs the outside first (a live facilitator's verify, an issuer's keys to
+  // fetch) or an answer it does not give itself (an expired session, an unknown one).
+  let read: Read | null = null;
+  if (livemode === false || (livemode === undefined && 'mock' in payment)) {
+    const one = await settleInOneTransaction(input, paymentHash, now);
+    if (one.kind === 'result') return one.result;
+    read = one.read;
+  }
+  if (!read) read = await readBeforeGate(input);
+  const { session, merchant: m } = read;
+  if (isRef(input.merchant)) input.merchant.seen?.(m);
 
   const replay = await replayBeforeGate({ em, session, paymentHash, now });
   if (replay) return replay;
   const approved = session.state === 'approved';
 
   const checked = await checkPayment({ ctx, merchant: m, session, payment, now });
-  if (checked.kind === 'refused') return checked.result;
+  if (checked.kind === 'refused') return refusedPayment(ctx, session, checked, now);
 
   const mandate = await mandateOf({ ctx, merchant: m, session, approved, now });
   if (mandate.present && !mandate.ok && mandate.code === 'MANDATE_ISSUER_UNAVAILABLE') {
@@ -63,19 +107,100 @@ async function settleOnce(input: SettleInput): Promise<SettleResult> {
     return rejected(['MANDATE_ISSUER_UNAVAILABLE'], mandate.human);
   }
 
-  let begun: CaptureBegun;
+  const begun = await gateTransaction(ctx, session, () =>
+    em.transactional((tx) => gatePhase({ ...input, merchant: m, tx, session, locked: null, paymentHash, approved, mandate, proof: checked.proof, facilitator: checked.facilitator, now })),
+  );
+  if (begun.kind === 'done') return begun.result;
+  return settleResultOf(await driveAttempt(services, begun.attemptId, begun.proof, begun.facilitator, { merchant: m, session: begun.session }), session);
+}
+
+/** Phase 1's transaction, with a payment failure's reputation penalty after it rolled back. */
+async function gateTransaction(ctx: Ctx, s: Pick<SessionRow, 'livemode' | 'id' | 'agentId'>, run: () => Promise<CaptureBegun>): Promise<CaptureBegun> {
   try {
-    begun = await em.transactional((tx) => gatePhase({ ...input, tx, session, paymentHash, approved, mandate, proof: checked.proof, facilitator: checked.facilitator, now }));
+    return await run();
   } catch (err) {
     if (err instanceof CaptureFailure) {
       const outcome = err.code === 'NONCE_ALREADY_USED' ? 'replay_attempt' : 'payment_invalid';
-      await em.fork().transactional((tx) => applyOutcome(tx, session.livemode, session.id, 'agent', session.agentId, outcome, services.now()));
-      return paymentInvalid(err.code, err.human);
+      await ctx.em.fork().transactional((tx) => applyOutcome(tx, s.livemode, s.id, 'agent', s.agentId, outcome, ctx.services.now()));
+      return { kind: 'done', result: paymentInvalid(err.code, err.human) };
     }
     throw err;
   }
-  if (begun.kind === 'done') return begun.result;
-  return settleResultOf(await driveAttempt(services, begun.attemptId, begun.proof, begun.facilitator, { merchant: m, session: begun.session }), session);
+}
+
+/** The session and merchant before the gate's transaction: one statement for a merchant reference, else the session read. */
+async function readBeforeGate(input: SettleInput): Promise<Read> {
+  const { ctx, merchant } = input;
+  if (!isRef(merchant)) return { session: await findSession(ctx.em, merchant, input.sessionId), merchant };
+  const row = await readSettleRow(ctx.em, input.sessionId, lockRefOf(merchant));
+  if (!row || !row.byRef) return notThisMerchants(merchant);
+  rememberMode(merchant.ref, row.merchant.livemode);
+  return { session: row.session, merchant: row.merchant };
+}
+
+/** The session is not the referenced merchant's: the merchant's 404 when the reference names none, else the session's. */
+async function notThisMerchants(merchant: SettleMerchantRef): Promise<never> {
+  await merchant.resolve();
+  throw new ApiError('SESSION_NOT_FOUND');
+}
+
+type OneTransaction = { kind: 'result'; result: SettleResult } | { kind: 'outside'; read: Read | null };
+
+/**
+ * A test-mode settle in one transaction (docs/settlement.md, "Statement budget"): the lock
+ * statement reads the session, its receipt and its merchant and takes the gate lock; the proof
+ * (an in-process facilitator's check, no I/O) and a mandate whose issuer keys are cached are
+ * checked under the lock, before the gate reserves anything; then the gate's statement and the
+ * accept's one write. Whatever needs the outside (a live merchant's facilitator, an issuer's keys
+ * to fetch) or an answer given elsewhere (no such session, an expired one) leaves the transaction
+ * with nothing written, handing back what it read for the path that does that first.
+ */
+async function settleInOneTransaction(input: SettleInput, paymentHash: string, now: Date): Promise<OneTransaction> {
+  const { ctx, payment } = input;
+  const { services } = ctx;
+  // What the transaction saw, for the answers given after it ended.
+  const seen: { session?: SessionRow; refused?: Extract<CheckedPayment, { kind: 'refused' }> } = {};
+  let begun: CaptureBegun | OneTransaction;
+  try {
+    begun = await ctx.em.transactional(async (tx): Promise<CaptureBegun | OneTransaction> => {
+      const locked = await lockSettleRow(tx, input.sessionId, lockRefOf(input.merchant));
+      if (!locked || !locked.byRef) return { kind: 'outside', read: null };
+      const { session: s, merchant: m } = locked;
+      seen.session = s;
+      if (isRef(input.merchant)) {
+        rememberMode(input.merchant.ref, m.livemode);
+        input.merchant.seen?.(m);
+      }
+      const read = { session: s, merchant: m };
+      if (TERMINAL.has(s.state)) return { kind: 'done', result: replayOrConflict(s, paymentHash) };
+      if (s.state === 'settling') return { kind: 'done', result: whileSettling(s, paymentHash) };
+      const facilitator = s.rail === 'x402' ? facilitatorFor(services.facilitators, m.livemode) : null;
+      if (sessionStateAt(s, now) === 'expired' || m.livemode || (facilitator && !facilitator.inProcess)) return { kind: 'outside', read };
+      const approved = s.state === 'approved';
+      if (!approved && !mandateVerifiableOffline(s.mandate, mandateContext(ctx, m, s, now))) return { kind: 'outside', read };
+      const checked = await checkPayment({ ctx, merchant: m, session: s, payment, now });
+      if (checked.kind === 'refused') {
+        seen.refused = checked;
+        return { kind: 'outside', read: null };
+      }
+      const mandate = await mandateOf({ ctx, merchant: m, session: s, approved, now });
+      if (mandate.present && !mandate.ok && mandate.code === 'MANDATE_ISSUER_UNAVAILABLE') return { kind: 'outside', read };
+      return gatePhase({ ...input, merchant: m, tx, session: s, locked: s, paymentHash, approved, mandate, proof: checked.proof, facilitator, now });
+    });
+  } catch (err) {
+    if (!(err instanceof CaptureFailure) || !seen.session) throw err;
+    begun = await gateTransaction(ctx, seen.session, () => Promise.reject(err));
+  }
+  if (seen.refused) return { kind: 'result', result: await refusedPayment(ctx, seen.session!, seen.refused, now) };
+  if (begun.kind === 'outside') return begun;
+  if (begun.kind === 'done') return { kind: 'result', result: begun.result };
+  throw new Error(`settle of ${input.sessionId}: an in-process facilitator left an attempt to drive`);
+}
+
+/** A refused proof: the answer, and the agent's reputation penalty when the refusal counts (its own transaction). */
+async function refusedPayment(ctx: Ctx, s: SessionRow, refused: Extract<CheckedPayment, { kind: 'refused' }>, now: Date): Promise<SettleResult> {
+  if (!refused.penalize) return refused.result;
+  return recordPaymentInvalid({ em: ctx.em, now, session: s, result: refused.result });
 }
 
 /** A session the gate already decided replays (or refuses) at once; an expired one is 410 (and marked so). */
@@ -90,21 +215,25 @@ async function replayBeforeGate(input: { em: Em; session: SessionRow; paymentHas
   return null;
 }
 
-type CheckedPayment = { kind: 'checked'; proof: PaymentProof | null; facilitator: Facilitator | null } | { kind: 'refused'; result: SettleResult };
+type CheckedPayment = { kind: 'checked'; proof: PaymentProof | null; facilitator: Facilitator | null } | { kind: 'refused'; result: SettleResult; penalize: boolean };
 
 function x402Payment(payment: SettlePayment): { auth: Authorization; signature: Hex; scheme: string } | null {
   if (!('authorization' in payment)) return null;
   return { auth: payment.authorization, signature: payment.signature as Hex, scheme: payment.scheme };
 }
 
-/** Proof of payment for the session's rail, checked before anything is reserved (a bad proof reserves nothing). */
-async function checkPayment(input: { ctx: Ctx; merchant: MerchantRow; session: SessionRow; payment: SettlePayment; now: Date }): Promise<CheckedPayment> {
+/**
+ * Proof of payment for the session's rail, checked before anything is reserved (a bad proof
+ * reserves nothing). A refusal that counts against the agent's reputation says so (`penalize`):
+ * the caller records it once no transaction of its own is open.
+ */
+async function checkPayment(input: { ctx: Ctx; merchant: SettleMerchant; session: SessionRow; payment: SettlePayment; now: Date }): Promise<CheckedPayment> {
   const { ctx, merchant: m, session: s, now } = input;
-  const { em, services } = ctx;
-  const refuse = async (result: SettleResult): Promise<CheckedPayment> => ({ kind: 'refused', result: await recordPaymentInvalid({ em, now, session: s, result }) });
+  const { services } = ctx;
+  const refuse = (result: SettleResult): CheckedPayment => ({ kind: 'refused', result, penalize: true });
   const x402 = x402Payment(input.payment);
   const facilitator = s.rail === 'x402' ? facilitatorFor(services.facilitators, m.livemode) : null;
-  if (s.rail === 'card') return { kind: 'refused', result: paymentInvalid('RAIL_NOT_IMPLEMENTED') };
+  if (s.rail === 'card') return { kind: 'refused', result: paymentInvalid('RAIL_NOT_IMPLEMENTED'), penalize: false };
   if (s.rail === 'mock') {
     if (m.livemode) throw new ApiError('TEST_MODE_RAIL_FORBIDDEN');
     if (x402) return refuse(paymentInvalid('PAYMENT_SCHEME_UNSUPPORTED', 'This session is on the mock rail: send {"payment":{"mock":true}}.'));
@@ -121,10 +250,14 @@ async function checkPayment(input: { ctx: Ctx; merchant: MerchantRow; session: S
 }
 
 /** The mandate's verification. An approved session was gated already (the merchant approved the verdict); only the payment is new. */
-async function mandateOf(input: { ctx: Ctx; merchant: MerchantRow; session: SessionRow; approved: boolean; now: Date }): Promise<MandateResult> {
+async function mandateOf(input: { ctx: Ctx; merchant: SettleMerchant; session: SessionRow; approved: boolean; now: Date }): Promise<MandateResult> {
   const { ctx, merchant: m, session: s } = input;
   if (input.approved) return s.gate!.mandate;
-  return verifyMandate(s.mandate, {
+  return verifyMandate(s.mandate, mandateContext(ctx, m, s, input.now));
+}
+
+function mandateContext(ctx: Ctx, m: SettleMerchant, s: SessionRow, now: Date): MandateContext {
+  return {
     jwksUrl: m.trustedSvcJwksUrl ?? null,
     merchantId: m.id,
     merchantDomain: m.verifiedDomain ?? null,
@@ -132,14 +265,17 @@ async function mandateOf(input: { ctx: Ctx; merchant: MerchantRow; session: Sess
     currency: s.currency,
     agentId: s.agentId,
     rules: outboundRules(ctx.services.config, m.livemode),
-    now: input.now,
+    now,
     issuerKeys: ctx.services.caches.issuerKeys,
-  });
+  };
 }
 
-type GatePhaseInput = SettleInput & {
+type GatePhaseInput = Omit<SettleInput, 'merchant'> & {
+  merchant: SettleMerchant;
   tx: Em;
   session: SessionRow;
+  /** The session as this transaction locked it already (lockSettleRow), else null: gatePhase locks it. */
+  locked: SessionRow | null;
   paymentHash: string;
   approved: boolean;
   mandate: MandateResult;
@@ -159,14 +295,14 @@ async function gatePhase(input: GatePhaseInput): Promise<CaptureBegun> {
   // velocity and daily caps count the agent's other sessions, so a concurrent settle must
   // wait for this one to commit (row locks cover only this session).
   const s = input.session;
-  const locked = await lockSessionForGate(tx, s.id, s.merchantId, s.agentId);
+  const locked = input.locked ?? (await lockSessionForGate(tx, s.id, s.merchantId, s.agentId));
   if (!locked) throw new ApiError('NOT_FOUND', 'No such checkout session.');
   if (TERMINAL.has(locked.state)) return done(replayOrConflict(locked, paymentHash));
   if (locked.state === 'settling') return done(whileSettling(locked, paymentHash));
   if (locked.state !== (approved ? 'approved' : 'awaiting_payment')) throw new ApiError('SESSION_EXPIRED');
   const nonceKey = proof ? nonceKeyOf(proof) : null;
   const rejectWith = (r: Pick<RejectInput, 'codes' | 'human' | 'tier' | 'outcome' | 'verdict'>) =>
-    finishRejected({ tx, ctx, merchant: m, session: locked, paymentHash, payment: input.payment, mandate, ...r });
+    finishRejected({ tx, ctx, merchant: m, session: adoptSession(tx, locked), paymentHash, payment: input.payment, mandate, ...r });
 
   let gate: GateContext;
   if (approved) {
@@ -205,13 +341,14 @@ async function gatePhase(input: GatePhaseInput): Promise<CaptureBegun> {
     if (gate.verdict.decision === 'reject') {
       return done(await rejectWith({ codes: gate.verdict.reasonCodes, tier: gate.verdict.tier, outcome: 'rejected', verdict: gate.verdict }));
     }
-    if (gate.verdict.decision === 'hold') return done(await finishHeld({ tx, ctx, merchant: m, session: locked, paymentHash, gate, baseUrl: input.baseUrl }));
+    if (gate.verdict.decision === 'hold') return done(await finishHeld({ tx, ctx, merchant: m, session: adoptSession(tx, locked), paymentHash, gate, baseUrl: input.baseUrl }));
   }
   return beginCapture({
     tx,
     services: ctx.services,
     merchant: m,
-    session: locked,
+    // an approved hold's order is updated through the unit of work; a new one is written by one statement
+    session: locked.orderId ? adoptSession(tx, locked) : locked,
     paymentHash,
     gate,
     proof,

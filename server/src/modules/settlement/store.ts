@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
-import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
+import { runSql, runStatement, sqlParams, type SqlParams, type Statement } from '../../db/sql.js';
 import type { NewEventRow } from '../events/index.js';
 import { eventCtes } from '../events/index.js';
 import { insertOrderSql, insertReceiptSql, type OrderRow, type ReceiptRow } from '../orders/index.js';
@@ -108,24 +108,30 @@ export async function pendingAttemptSession(em: Em, attemptId: string): Promise<
  * `settled` (an in-process facilitator, inside phase 1's transaction). The order's link to its
  * settled attempt is checked at commit (orders_settlement_attempt_fk).
  */
-export async function writeAcceptedAttempt(
-  em: Em,
-  w: {
-    attempt: { pendingId: string } | { insert: AttemptRow };
-    /** The transfer's reference (the transaction hash, or the mock rail's). */
-    reference: string;
-    order: OrderRow;
-    receipt: ReceiptRow;
-    sessionId: string;
-    /** The session's columns as they end: the accept's, and the gate's (the same as stored, for a live phase 3). */
-    session: AcceptedSession;
-    events: NewEventRow[];
-    fanOutCtes: string | null;
-    deltas: ReputationDelta[];
-    neutralScore: number;
-    now: Date;
-  },
-): Promise<{ accepted: boolean; fanned: Array<{ event_id: string; endpoint_id: string }> }> {
+export async function writeAcceptedAttempt(em: Em, w: AcceptedAttemptWrite): Promise<AcceptedAttemptOutcome> {
+  return acceptedAttemptOutcome(await runStatement(em, acceptedAttemptStatement(w)));
+}
+
+/** What `writeAcceptedAttempt` writes. */
+export type AcceptedAttemptWrite = {
+  attempt: { pendingId: string } | { insert: AttemptRow };
+  /** The transfer's reference (the transaction hash, or the mock rail's). */
+  reference: string;
+  order: OrderRow;
+  receipt: ReceiptRow;
+  sessionId: string;
+  /** The session's columns as they end: the accept's, and the gate's (the same as stored, for a live phase 3). */
+  session: AcceptedSession;
+  events: NewEventRow[];
+  fanOutCtes: string | null;
+  deltas: ReputationDelta[];
+  neutralScore: number;
+  now: Date;
+};
+export type AcceptedAttemptOutcome = { accepted: boolean; fanned: Array<{ event_id: string; endpoint_id: string }> };
+
+/** `writeAcceptedAttempt`'s statement: built here, and by the bench's ceiling handler as it is. */
+export function acceptedAttemptStatement(w: AcceptedAttemptWrite): Statement {
   const b = sqlParams();
   const { $ } = b;
   const { attempt } = w;
@@ -148,10 +154,15 @@ export async function writeAcceptedAttempt(
      ${reputationCtes(b, w.deltas, w.neutralScore, w.now, written)}
      select 'accepted' as kind, null::text as event_id, null::text as endpoint_id from o
      ${w.fanOutCtes ? `union all select 'fanned', event_id, endpoint_id from fanned` : ''}`;
-  const rows = await runSql<{ kind: string; event_id: string | null; endpoint_id: string | null }>(em, text, b.params);
+  return { text, params: b.params };
+}
+
+/** The rows of `acceptedAttemptStatement`: whether it wrote the accept, and the deliveries it fanned out. */
+export function acceptedAttemptOutcome(rows: Array<Record<string, unknown>>): AcceptedAttemptOutcome {
+  const r = rows as Array<{ kind: string; event_id: string | null; endpoint_id: string | null }>;
   return {
-    accepted: rows.some((x) => x.kind === 'accepted'),
-    fanned: rows.filter((x) => x.kind === 'fanned').map((x) => ({ event_id: x.event_id!, endpoint_id: x.endpoint_id! })),
+    accepted: r.some((x) => x.kind === 'accepted'),
+    fanned: r.filter((x) => x.kind === 'fanned').map((x) => ({ event_id: x.event_id!, endpoint_id: x.endpoint_id! })),
   };
 }
 

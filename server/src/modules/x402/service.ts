@@ -9,8 +9,8 @@ import { ApiError } from '../../lib/errors.js';
 import { findUnstorableJson } from '../../http/body-guard.js';
 import { cartTotals, toBaseUnits } from '../../lib/money.js';
 import { findCatalogItem } from '../catalog/index.js';
-import { agentRails, assertPayable, createCheckout, findSession, findSessionByIdempotencyKey } from '../checkout/index.js';
-import { settleSession, type SettlePayment, type SettleResult } from '../settlement/index.js';
+import { agentRails, assertPayable, createCheckout, findSession, findSessionByAgentKey } from '../checkout/index.js';
+import { settleSession, type SettleMerchantRef, type SettlePayment, type SettleResult } from '../settlement/index.js';
 import { checkProof } from '../../lib/eip3009.js';
 import type { MerchantRow } from '../merchants/index.js';
 import { activePolicy } from '../policy/index.js';
@@ -192,7 +192,9 @@ export async function buyItems(ctx: Ctx, m: MerchantRow, input: X402Transport & 
 
   // A repeat of a payment that already reached a result replays it (even past validBefore).
   const claimedAgent = input.agentId?.toLowerCase() ?? payerAgentId(payment.authorization.from);
-  const prior = NONCE_RE.test(payment.authorization.nonce) ? await findSessionByIdempotencyKey(ctx.em, m.id, claimedAgent, key) : null;
+  // The agent's session with this key at any merchant (what the checkout below replays), read once; this merchant's is the prior purchase.
+  const keyed = NONCE_RE.test(payment.authorization.nonce) ? { prior: await findSessionByAgentKey(ctx.em, claimedAgent, key) } : undefined;
+  const prior = keyed?.prior && keyed.prior.merchantId === m.id ? keyed.prior : null;
   if (prior && read.paymentId && prior.payment && canonicalHash(prior.payment) !== paymentHash) {
     throw new ApiError('IDEMPOTENCY_KEY_REUSED', `payment-identifier ${read.paymentId} was already used with a different payment.`);
   }
@@ -209,12 +211,18 @@ export async function buyItems(ctx: Ctx, m: MerchantRow, input: X402Transport & 
     if (!checked.ok) return refusal402(due, checked.code, checked.human, prior?.id);
   }
 
-  const created = await createCheckout(ctx, m, input.prefix, {
-    agent_id: claimedAgent,
-    items: input.items,
-    rail: 'x402',
-    idempotency_key: key,
-  });
+  const created = await createCheckout(
+    ctx,
+    m,
+    input.prefix,
+    {
+      agent_id: claimedAgent,
+      items: input.items,
+      rail: 'x402',
+      idempotency_key: key,
+    },
+    keyed,
+  );
   // The session's own requirement (created just now, or the idempotent session of a repeat): no second read.
   const sessionId = created.session_id;
   const sessionDue: X402Due = { ...due, amountBaseUnits: created.payment_required.amountBaseUnits ?? due.amountBaseUnits };
@@ -230,7 +238,7 @@ type ReadSettle = { reply: SettleReply } | { payment: SettlePayment; answer: (re
  * body, or PAYMENT-SIGNATURE / X-PAYMENT headers. All become one canonical payment; an x402
  * payment (or none, on an open x402 session) answers in x402's shape.
  */
-async function readSettlePayment(ctx: Ctx, m: MerchantRow, sessionId: string, body: SettleBody | undefined, input: X402Transport): Promise<ReadSettle> {
+async function readSettlePayment(ctx: Ctx, merchant: SettleMerchantRef, sessionId: string, body: SettleBody | undefined, input: X402Transport): Promise<ReadSettle> {
   let read: ReadPayment | Refused | null = readTransportPayment(input);
   if (read === null && body?.payment) read = canonicalPayment(body.payment);
   const viaX402 = input.header !== null || input.payload !== undefined || (read !== null && !isRefused(read) && read.x402Version !== null);
@@ -240,7 +248,8 @@ async function readSettlePayment(ctx: Ctx, m: MerchantRow, sessionId: string, bo
     return { payment: read.payment, answer: (result) => ({ response: result, headers: {} }) };
   }
 
-  const s = await findSession(ctx.em, m, sessionId);
+  // The x402 answers need the session's requirement first: the merchant and the session are read here.
+  const s = await findSession(ctx.em, await merchant.resolve(), sessionId);
   const due: X402Due | null =
     s.rail === 'x402' && s.chain && s.payTo && s.amountBaseUnits
       ? { chain: s.chain, payTo: s.payTo, amountBaseUnits: s.amountBaseUnits, resourceUrl: input.resourceUrl, description: `Checkout session ${s.id}` }
@@ -269,8 +278,8 @@ async function readSettlePayment(ctx: Ctx, m: MerchantRow, sessionId: string, bo
  * POST settle with any transport: the wire format read into one payment (readSettlePayment),
  * the workflow run once (settlement's settleSession), its outcome answered in the payer's transport.
  */
-export async function settleAnyTransport(ctx: Ctx, m: MerchantRow, sessionId: string, body: SettleBody | undefined, input: X402Transport): Promise<SettleReply> {
-  const read = await readSettlePayment(ctx, m, sessionId, body, input);
+export async function settleAnyTransport(ctx: Ctx, merchant: SettleMerchantRef, sessionId: string, body: SettleBody | undefined, input: X402Transport): Promise<SettleReply> {
+  const read = await readSettlePayment(ctx, merchant, sessionId, body, input);
   if ('reply' in read) return read.reply;
-  return read.answer(await settleSession({ ctx, merchant: m, sessionId, payment: read.payment, baseUrl: input.baseUrl }));
+  return read.answer(await settleSession({ ctx, merchant, sessionId, payment: read.payment, baseUrl: input.baseUrl }));
 }
