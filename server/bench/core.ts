@@ -736,3 +736,6 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
   ];
   return { text: [header, table(rows), ...footer].join('\n'), failures };
 }
+
+// what the hot-row section (hot-row.ts) shares with this one
+export { figures, httpPoster, prepareSettles, publishShop, settleBatch, startPostgresEnv, type Figures, type Job, type Shop };

@@ -14,6 +14,7 @@ import { Migration20261126000010ReputationByMode } from './Migration202611260000
 import { Migration20261126000010OrderSource } from './Migration20261126000010OrderSource.js';
 import { Migration20261126000020MerchantClaims } from './Migration20261126000020MerchantClaims.js';
 import { Migration20261126000030Refunds } from './Migration20261126000030Refunds.js';
+import { Migration20261126000032MerchantReputationEvents } from './Migration20261126000032MerchantReputationEvents.js';
 
 /** Every migration in order; listed explicitly so bundling or tsx never depends on a glob. */
 export const migrationsList = [
@@ -33,4 +34,5 @@ export const migrationsList = [
   { name: 'Migration20261126000010OrderSource', class: Migration20261126000010OrderSource },
   { name: 'Migration20261126000020MerchantClaims', class: Migration20261126000020MerchantClaims },
   { name: 'Migration20261126000030Refunds', class: Migration20261126000030Refunds },
+  { name: 'Migration20261126000032MerchantReputationEvents', class: Migration20261126000032MerchantReputationEvents },
 ];
