@@ -30,7 +30,11 @@ const coreParts = new Set(CORE_PARTS.filter((p) => all || named.includes('core')
 
 const benches: Array<[string, () => Promise<string>]> = [];
 if (all || named.includes('webhooks')) benches.push(['webhooks', () => benchWebhooks(quick ? { events: 500 } : {})]);
-if (all || named.includes('live')) benches.push(['live', () => benchLive(quick ? { buyers: [1, 4], relayers: [1], blockTimes: [0], mockSettles: 32 } : {})]);
+/** BENCH_LIVE_BUYERS=16 BENCH_LIVE_RELAYERS=4 BENCH_LIVE_BLOCK_TIMES=0: only those cells of the live section (comma-separated lists). */
+const list = (name: string) => process.env[name]?.split(',').map(Number).filter((x) => Number.isInteger(x) && x >= 0);
+const liveCells = { buyers: list('BENCH_LIVE_BUYERS'), relayers: list('BENCH_LIVE_RELAYERS'), blockTimes: list('BENCH_LIVE_BLOCK_TIMES') };
+const liveOptions = Object.fromEntries(Object.entries(liveCells).filter(([, v]) => v?.length));
+if (all || named.includes('live')) benches.push(['live', () => benchLive(quick ? { buyers: [1, 4], relayers: [1], blockTimes: [0], mockSettles: 32, ...liveOptions } : liveOptions)]);
 if (all || named.includes('hotrow')) {
   benches.push([
     'hotrow',
