@@ -6,6 +6,7 @@ import { openOrm, type DbTarget } from '../src/db/orm.js';
 import { createScratchDatabase } from '../src/db/scratch.js';
 import { entities } from '../src/entities.js';
 import { applyOutcomes, applyReportedOutcome } from '../src/modules/reputation/index.js';
+import { applyReputationDeltas } from '../src/modules/reputation/store.js';
 import { agentId, newBuyer, publishedMerchant } from './helpers/agent.js';
 import { openSession, payX402 } from './helpers/agent-protocol.js';
 import { onPostgres, sql } from './helpers/foundation.js';
@@ -120,9 +121,9 @@ describe("a merchant's score after the migration (issue 31)", () => {
 
     const settleUpTo = async (from: number, to: number) => {
       for (const id of Object.keys(OLD) as Old[]) {
-        await app.services.orm.em.fork().transactional(async (tx) => {
-          for (let i = from; i < to; i++) await settleWrites(tx, id, OLD[id].livemode);
-        });
+        // settles from..to of the merchant, each its own session's outcome, in one statement (the settle's CTEs)
+        const deltas = Array.from({ length: to - from }, () => ({ sessionId: `sess_${agentId()}`, livemode: OLD[id].livemode, subjectType: 'merchant', subjectId: id, delta: 2, reason: 'settled_merchant' }));
+        await app.services.orm.em.fork().transactional((tx) => applyReputationDeltas(tx, deltas, 500, app.services.now()));
         expect(await readMerchant(id), `${id} after ${to}`).toEqual(expected(id, oldScore(id, to)));
       }
     };
