@@ -15,10 +15,11 @@ import { figures, httpPoster, prepareSettles, publishShop, settleBatch, startPos
 export type HotRowOptions = { quick: boolean; spawn: boolean; dist?: boolean };
 
 const AGENTS = 32;
+const SAMPLE_MS = 20;
 
 type Waits = { samples: number; busy: number; byEvent: Map<string, number> };
 
-/** Samples the database's client backends every few ms until stopped: what each active one waits on. */
+/** Samples the database's client backends every SAMPLE_MS until stopped: what each active one waits on. */
 function waitSampler(url: string): { stop: () => Promise<Waits> } {
   const client = new pg.Client({ connectionString: url });
   const waits: Waits = { samples: 0, busy: 0, byEvent: new Map() };
@@ -39,7 +40,7 @@ function waitSampler(url: string): { stop: () => Promise<Waits> } {
         waits.busy += r.n;
         waits.byEvent.set(r.ev, (waits.byEvent.get(r.ev) ?? 0) + r.n);
       }
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, SAMPLE_MS));
     }
     await client.end();
   })();
@@ -71,7 +72,9 @@ export async function benchHotRow(opts: HotRowOptions): Promise<{ text: string; 
     const buyers = Array.from({ length: AGENTS }, () => newBuyer());
     /** `n` settles of one shop, or spread round-robin over the shops. */
     const prepare = async (shops: typeof spread, n: number): Promise<Job[]> => {
-      const per = await Promise.all(shops.map((s) => prepareSettles(client.post, s, Math.ceil(n / shops.length), buyers)));
+      // one shop after another (8 checkouts at a time each): all at once would be 256 concurrent checkouts
+      const per: Job[][] = [];
+      for (const s of shops) per.push(await prepareSettles(client.post, s, Math.ceil(n / shops.length), buyers));
       const jobs: Job[] = [];
       for (let i = 0; jobs.length < n; i++) for (const list of per) if (i < list.length && jobs.length < n) jobs.push(list[i]!);
       return jobs;
@@ -84,23 +87,27 @@ export async function benchHotRow(opts: HotRowOptions): Promise<{ text: string; 
     const spreadSamples: Parameters<typeof figures>[0] = [];
     let oneSeconds = 0;
     let spreadSeconds = 0;
-    let waits: Waits | undefined;
-    const merged: Waits = { samples: 0, busy: 0, byEvent: new Map() };
+    // the sampler runs during both kinds of round (it costs the server's process and PostgreSQL alike)
+    const waitsOf = { one: { samples: 0, busy: 0, byEvent: new Map() } as Waits, spread: { samples: 0, busy: 0, byEvent: new Map() } as Waits };
+    const timed = async (jobs: Job[], into: Waits) => {
+      const sampler = waitSampler(env.target.url);
+      const res = await settleBatch(client.post, jobs, AGENTS);
+      const w = await sampler.stop();
+      into.samples += w.samples;
+      into.busy += w.busy;
+      for (const [k, v] of w.byEvent) into.byEvent.set(k, (into.byEvent.get(k) ?? 0) + v);
+      return res;
+    };
     for (let r = 0; r < plan.rounds; r++) {
       const oneJobs = await prepare([one], plan.perRound);
       const spreadJobs = await prepare(spread, plan.perRound);
       const runOne = async () => {
-        const sampler = waitSampler(env.target.url);
-        const res = await settleBatch(client.post, oneJobs, AGENTS);
-        waits = await sampler.stop();
-        merged.samples += waits.samples;
-        merged.busy += waits.busy;
-        for (const [k, v] of waits.byEvent) merged.byEvent.set(k, (merged.byEvent.get(k) ?? 0) + v);
+        const res = await timed(oneJobs, waitsOf.one);
         oneSamples.push(...res.samples);
         oneSeconds += res.seconds;
       };
       const runSpread = async () => {
-        const res = await settleBatch(client.post, spreadJobs, AGENTS);
+        const res = await timed(spreadJobs, waitsOf.spread);
         spreadSamples.push(...res.samples);
         spreadSeconds += res.seconds;
       };
@@ -118,17 +125,20 @@ export async function benchHotRow(opts: HotRowOptions): Promise<{ text: string; 
       if (f.ok !== f.n) failures.push(`${what}: ${f.n - f.ok} of ${f.n} settles failed (${Object.entries(f.statuses).map(([s, k]) => `${k}x ${s}`).join(', ')})`);
     }
     const ratio = a.perSec / b.perSec;
-    const top = [...merged.byEvent.entries()].sort((x, y) => y[1] - x[1]).slice(0, 6);
-    const lockShare = [...merged.byEvent.entries()].filter(([k]) => k.startsWith('Lock:')).reduce((s, [, v]) => s + v, 0);
+    const waitText = (w: Waits) => {
+      const share = (v: number) => f0((100 * v) / Math.max(1, w.busy));
+      const locks = [...w.byEvent.entries()].filter(([k]) => k.startsWith('Lock:')).reduce((sum, [, v]) => sum + v, 0);
+      const top = [...w.byEvent.entries()].sort((x, y) => y[1] - x[1]).slice(0, 6);
+      return `${w.samples} samples, ${f1(w.busy / Math.max(1, w.samples))} active on average, ${share(locks)}% of active samples waiting on a lock: ${top.map(([k, v]) => `${k} ${share(v)}%`).join(', ')}`;
+    };
     const lines = [
       `hotrow (${cpus().length} CPUs, Node ${process.versions.node}, ${opts.quick ? 'quick' : 'full'} run, ${env.describe}; ${AGENTS} agents, test-mode settles over HTTP with pre-signed payments, ` +
         `${plan.rounds} interleaved rounds of ${plan.perRound} settles each; ratio = one merchant / 32 merchants, same run):`,
       `  32 agents, one merchant   (n=${a.n})  ${settleText(a)}`,
       `  32 agents, 32 merchants   (n=${b.n})  ${settleText(b)}`,
       `  ratio ${(100 * ratio).toFixed(0)}%   target >= 90%   ${ratio >= 0.9 ? 'PASS' : 'MISS'}`,
-      `  PostgreSQL backends during the one-merchant rounds (${merged.samples} samples, ${f1(merged.busy / Math.max(1, merged.samples))} active on average; ` +
-        `${f0((100 * lockShare) / Math.max(1, merged.busy))}% of active backend samples waiting on a lock): ` +
-        top.map(([k, v]) => `${k} ${f0((100 * v) / Math.max(1, merged.busy))}%`).join(', '),
+      `  PostgreSQL's active backends (pg_stat_activity every ${SAMPLE_MS} ms, pg_locks for the relation of a lock wait), one merchant: ${waitText(waitsOf.one)}`,
+      `  32 merchants: ${waitText(waitsOf.spread)}`,
       failures.length ? `  correctness: FAIL: ${failures.join('; ')}` : '  correctness: every settle under load accepted',
       `  hotrow section took ${((performance.now() - started) / 1000).toFixed(1)} s`,
     ];
