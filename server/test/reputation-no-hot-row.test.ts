@@ -34,6 +34,8 @@ const OLD = {
   mrch_c: { livemode: false, events: 1, row: { score: 700, outcomes: 1 } },
   // nothing yet
   mrch_d: { livemode: false, events: 0, row: null },
+  // a low score from elsewhere and no event: 260 settles take it to 620, counted past 250
+  mrch_e: { livemode: true, events: 0, row: { score: 100, outcomes: 0 } },
 } as const;
 type Old = keyof typeof OLD;
 

@@ -12,9 +12,9 @@ import { Migration } from '@mikro-orm/migrations';
  *   further settles (the deltas are all +2, so the clamp is path-independent). A server on the
  *   old code still running keeps row and events in step (it adds 2 and 1 to the row with each
  *   event), so the sum stays right during a rolling deploy.
- * - A partial index over the merchants' shared events keeps that count to an index range (at
- *   most 250 entries past the base: 250 settles take any score to 1000, and a base at 1000 is
- *   not counted at all).
+ * - A partial index over the merchants' shared events keeps that count to an index range,
+ *   stopped at the events that take the base to 1000 (250 from 500; a base at 1000 is not
+ *   counted at all).
  */
 export class Migration20261126000032MerchantReputationEvents extends Migration {
   override name = 'Migration20261126000032MerchantReputationEvents';

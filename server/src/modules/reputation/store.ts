@@ -14,7 +14,7 @@ import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
  * it). Its shared score only ever moves by `MERCHANT_SETTLED_DELTA` per settled order, clamped to
  * 0..1000, so it depends only on how many there were: a settle records its `settled_merchant`
  * event (a row of its own, keyed by the session) and the score is counted on read
- * (`sharedScoreSql`), at most `MERCHANT_SATURATION` events past the merchant's frozen base row
+ * (`sharedScoreSql`), no further than the events that take it to 1000 past the merchant's frozen base row
  * (`reputation`, written by Migration20261126000032 for merchants scored before; never again).
  */
 
@@ -22,16 +22,14 @@ import { runSql, sqlParams, type SqlParams } from '../../db/sql.js';
 export const NEUTRAL_SCORE = 500;
 /** A merchant's shared score moves by this for each settled order, and by nothing else. */
 export const MERCHANT_SETTLED_DELTA = 2;
-/** Settled orders past which a merchant's score is 1000 whatever its base (the read counts no further). */
-export const MERCHANT_SATURATION = Math.ceil(1000 / MERCHANT_SETTLED_DELTA);
 
 /**
  * SQL for the shared score of a subject in a mode (null: never scored), from SQL expressions for
  * the mode, the subject type and the subject id. An agent's is its `reputation` row; a
  * merchant's is its base row (score and the events folded into it; neutral and 0 without one)
  * plus `MERCHANT_SETTLED_DELTA` per `settled_merchant` event beyond those, clamped to 0..1000.
- * Past the base, the count stops at `MERCHANT_SATURATION` (the score is 1000 by then), so a
- * read costs at most that many index entries.
+ * Past the base, the count stops at the events that take the base to 1000 (250 from the
+ * neutral 500; none for a base at 1000), so a read costs at most that many index entries.
  */
 export function sharedScoreSql(livemode: string, subjectType: string, subjectId: string): string {
   return `(case when ${subjectType} = 'merchant' then ${merchantScoreSql(livemode, subjectId)}
@@ -49,7 +47,8 @@ function merchantScoreSql(livemode: string, merchantId: string): string {
                select 1 from reputation_events e
                where e.livemode = ${livemode} and e.subject_type = 'merchant' and e.subject_id = ${merchantId}
                  and e.project_id is null and e.reason = 'settled_merchant'
-               limit case when b.score >= 1000 then 0 else coalesce(b.outcomes, 0) + ${MERCHANT_SATURATION} end) x) c)`;
+               limit case when b.score >= 1000 then 0
+                          else coalesce(b.outcomes, 0) + ceil((1000 - coalesce(b.score, ${NEUTRAL_SCORE})) / ${MERCHANT_SETTLED_DELTA}.0)::int end) x) c)`;
 }
 
 /** An EntityManager of the read's own: a lookup that times out leaves nothing half-used on the request's. */
