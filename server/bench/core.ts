@@ -558,7 +558,7 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
   const q = opts.quick;
   const adminUrl = process.env.DATABASE_URL;
   // An in-process server (and the PGlite part's) lives in this process: its heap as the server sets it.
-  applyHeapGrowth(loadConfig(benchConfigEnv()).SVC_HEAP_GROWTH_PERCENT);
+  applyHeapGrowth(loadConfig({ ...benchConfigEnv(), SVC_WEB_CONCURRENCY: '1' }).SVC_HEAP_GROWTH_PERCENT);
   // settles per concurrency level, rounds, and seconds of the shaped transaction per round
   const plan = q
     ? { levels: [[1, 24], [8, 96], [32, 192]] as const, rounds: 2, baseSeconds: 1, readSeconds: 1, readRounds: 2, pgliteSettles: 96 }
@@ -771,3 +771,6 @@ export async function benchCore(opts: CoreBenchOptions): Promise<CoreReport> {
   ];
   return { text: [header, table(rows), ...footer].join('\n'), failures };
 }
+
+// what the hot-row section (hot-row.ts) shares with this one
+export { figures, httpPoster, prepareSettles, publishShop, settleBatch, startPostgresEnv, type Figures, type Job, type Shop };

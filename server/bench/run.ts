@@ -1,10 +1,11 @@
 import { benchCore, type CorePart } from './core.js';
+import { benchHotRow } from './hot-row.js';
 import { benchLive } from './live.js';
 import { benchWebhooks } from './webhooks.js';
 
 /**
  * `npm run bench [-- <section>...] [--quick] [--spawn] [--dist]`: each section runs to completion on its
- * own and prints its result. Sections: webhooks, live, core (= settle, pglite, reads, which can
+ * own and prints its result. Sections: webhooks, live, hotrow (one merchant's settles against 32 merchants'), core (= settle, pglite, reads, which can
  * also be named alone); none named runs them all. --dist serves the core section from the
  * compiled server (server/dist, after `npm run build`) in its own process. BENCH=core,reads,
  * BENCH_QUICK=1, BENCH_SPAWN=1 and BENCH_DIST=1 do the same from the environment. Exits 1 when a section fails, or when a
@@ -18,7 +19,7 @@ const spawn = flag('spawn');
 const dist = flag('dist');
 
 const CORE_PARTS: CorePart[] = ['settle', 'pglite', 'reads'];
-const known = new Set(['webhooks', 'live', 'core', ...CORE_PARTS]);
+const known = new Set(['webhooks', 'live', 'hotrow', 'core', ...CORE_PARTS]);
 const unknown = named.filter((n) => !known.has(n));
 if (unknown.length) {
   process.stderr.write(`bench: unknown section ${unknown.join(', ')} (known: ${[...known].join(', ')})\n`);
@@ -29,7 +30,21 @@ const coreParts = new Set(CORE_PARTS.filter((p) => all || named.includes('core')
 
 const benches: Array<[string, () => Promise<string>]> = [];
 if (all || named.includes('webhooks')) benches.push(['webhooks', () => benchWebhooks(quick ? { events: 500 } : {})]);
-if (all || named.includes('live')) benches.push(['live', () => benchLive(quick ? { buyers: [1, 4], relayers: [1], blockTimes: [0], mockSettles: 32 } : {})]);
+/** BENCH_LIVE_BUYERS=16 BENCH_LIVE_RELAYERS=4 BENCH_LIVE_BLOCK_TIMES=0: only those cells of the live section (comma-separated lists). */
+const list = (name: string) => process.env[name]?.split(',').map(Number).filter((x) => Number.isInteger(x) && x >= 0);
+const liveCells = { buyers: list('BENCH_LIVE_BUYERS'), relayers: list('BENCH_LIVE_RELAYERS'), blockTimes: list('BENCH_LIVE_BLOCK_TIMES') };
+const liveOptions = Object.fromEntries(Object.entries(liveCells).filter(([, v]) => v?.length));
+if (all || named.includes('live')) benches.push(['live', () => benchLive(quick ? { buyers: [1, 4], relayers: [1], blockTimes: [0], mockSettles: 32, ...liveOptions } : liveOptions)]);
+if (all || named.includes('hotrow')) {
+  benches.push([
+    'hotrow',
+    async () => {
+      const report = await benchHotRow({ quick, spawn: spawn || dist, dist });
+      if (report.failures.length) process.exitCode = 1;
+      return report.text;
+    },
+  ]);
+}
 if (coreParts.size) {
   benches.push([
     'core',

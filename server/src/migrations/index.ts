@@ -15,6 +15,7 @@ import { Migration20261126000010OrderSource } from './Migration20261126000010Ord
 import { Migration20261126000020MerchantClaims } from './Migration20261126000020MerchantClaims.js';
 import { Migration20261126000030Refunds } from './Migration20261126000030Refunds.js';
 import { Migration20261126000031HotPath } from './Migration20261126000031HotPath.js';
+import { Migration20261126000032MerchantReputationEvents } from './Migration20261126000032MerchantReputationEvents.js';
 
 /** Every migration in order; listed explicitly so bundling or tsx never depends on a glob. */
 export const migrationsList = [
@@ -35,4 +36,5 @@ export const migrationsList = [
   { name: 'Migration20261126000020MerchantClaims', class: Migration20261126000020MerchantClaims },
   { name: 'Migration20261126000030Refunds', class: Migration20261126000030Refunds },
   { name: 'Migration20261126000031HotPath', class: Migration20261126000031HotPath },
+  { name: 'Migration20261126000032MerchantReputationEvents', class: Migration20261126000032MerchantReputationEvents },
 ];

@@ -5,6 +5,8 @@ import {
   applyReputationDeltas,
   findMerchantReputation,
   findReputation,
+  MERCHANT_SETTLED_DELTA,
+  NEUTRAL_SCORE,
   ownEntityManager,
   type ReputationDelta,
   type ReputationView,
@@ -14,13 +16,13 @@ import { ApiError } from '../../lib/errors.js';
 import type { Services } from '../../http/context.js';
 
 export type { ReputationView };
-export const NEUTRAL_SCORE = 500;
+export { NEUTRAL_SCORE };
 export type SubjectType = 'agent' | 'merchant';
 /** A subject's reputation (the contract's reputation body, without the subject id). */
 export type Reputation = Omit<AgentReputation, 'agentId'>;
 
 /** Agent deltas per session outcome, merchant +2 per settled order (decisions.md). */
-export const DELTAS = { accepted: 10, rejected: -15, payment_invalid: -5, replay_attempt: -25, held: 0, settled_merchant: 2 } as const;
+export const DELTAS = { accepted: 10, rejected: -15, payment_invalid: -5, replay_attempt: -25, held: 0, settled_merchant: MERCHANT_SETTLED_DELTA } as const;
 export type Outcome = keyof typeof DELTAS;
 
 export function tierFor(score: number): ReputationTier {
