@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openOrm, type DbTarget } from '../src/db/orm.js';
-import { entities } from '../src/entities.js';
-import { createScratchDatabase } from '../src/db/scratch.js';
 import { canonicalHash } from '../src/lib/canonical-json.js';
 import { sql } from './helpers/foundation.js';
+import type { DbTarget } from '../src/db/orm.js';
+import { appTargetOf, legacyDatabase } from './helpers/legacy-db.js';
 import { TestApp } from './helpers/harness.js';
 
 /**
@@ -51,24 +47,10 @@ let drop: () => Promise<void> = async () => undefined;
 let app: TestApp;
 
 beforeAll(async () => {
-  if (process.env.DATABASE_URL) {
-    const scratch = await createScratchDatabase(process.env.DATABASE_URL, 'svc_t');
-    target = scratch.target;
-    drop = scratch.drop;
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-migration-'));
-    target = { kind: 'pglite', dataDir: dir, template: false };
-    drop = async () => rmSync(dir, { recursive: true, force: true });
-  }
-  const orm = await openOrm(target, entities);
-  try {
-    await orm.migrator.up({ to: BEFORE });
-    const em = orm.em.fork();
+  ({ target, drop } = await legacyDatabase(BEFORE, async (em) => {
     for (const statement of LEGACY) await em.execute(statement);
-  } finally {
-    await orm.close(true);
-  }
-  app = await TestApp.start({}, { target: target.kind === 'pglite' ? { kind: 'pglite', dataDir: target.dataDir } : target });
+  }));
+  app = await TestApp.start({}, { target: appTargetOf(target) });
 }, 180_000);
 afterAll(async () => {
   await app?.stop();

@@ -1,13 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ulid } from 'ulid';
-import { openOrm, type DbTarget } from '../src/db/orm.js';
-import { entities } from '../src/entities.js';
-import { createScratchDatabase } from '../src/db/scratch.js';
 import { sql } from './helpers/foundation.js';
+import type { DbTarget } from '../src/db/orm.js';
+import { appTargetOf, legacyDatabase } from './helpers/legacy-db.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
 
 /**
@@ -78,25 +74,11 @@ const LEGACY = [
 ];
 
 beforeAll(async () => {
-  if (process.env.DATABASE_URL) {
-    const scratch = await createScratchDatabase(process.env.DATABASE_URL, 'svc_t');
-    target = scratch.target;
-    drop = scratch.drop;
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-migration-'));
-    target = { kind: 'pglite', dataDir: dir, template: false };
-    drop = async () => rmSync(dir, { recursive: true, force: true });
-  }
-  const orm = await openOrm(target, entities);
-  try {
-    await orm.migrator.up({ to: BEFORE });
-    const em = orm.em.fork();
+  ({ target, drop } = await legacyDatabase(BEFORE, async (em) => {
     for (const statement of LEGACY) await em.execute(statement);
-  } finally {
-    await orm.close(true);
-  }
+  }));
   // The app runs the remaining migrations as it starts.
-  app = await TestApp.start({}, { target: target.kind === 'pglite' ? { kind: 'pglite', dataDir: target.dataDir } : target });
+  app = await TestApp.start({}, { target: appTargetOf(target) });
   pTest = await app.key('test', { projectId: 'proj_p' });
   qLive = await app.key('live', { projectId: 'proj_q' });
 }, 180_000);

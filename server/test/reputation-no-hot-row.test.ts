@@ -1,16 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openOrm, type DbTarget } from '../src/db/orm.js';
-import { createScratchDatabase } from '../src/db/scratch.js';
-import { entities } from '../src/entities.js';
+import type { DbTarget } from '../src/db/orm.js';
 import { applyOutcomes, applyReportedOutcome } from '../src/modules/reputation/index.js';
 import { applyReputationDeltas } from '../src/modules/reputation/store.js';
 import { agentId, newBuyer, publishedMerchant } from './helpers/agent.js';
 import { openSession, payX402 } from './helpers/agent-protocol.js';
 import { onPostgres, sql } from './helpers/foundation.js';
 import { TestApp } from './helpers/harness.js';
+import { appTargetOf, legacyDatabase } from './helpers/legacy-db.js';
 
 /**
  * A merchant's shared score has no hot row (issue 31): a settle records the merchant's
@@ -52,19 +48,7 @@ const expected = (id: string, score: number | null) =>
 const readMerchant = async (id: string) => (await app.request('GET', `/v1/reputation/merchant/${id}`)).body;
 
 beforeAll(async () => {
-  if (process.env.DATABASE_URL) {
-    const scratch = await createScratchDatabase(process.env.DATABASE_URL, 'svc_t');
-    target = scratch.target;
-    drop = scratch.drop;
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-hotrow-'));
-    target = { kind: 'pglite', dataDir: dir, template: false };
-    drop = async () => rmSync(dir, { recursive: true, force: true });
-  }
-  const orm = await openOrm(target, entities);
-  try {
-    await orm.migrator.up({ to: BEFORE });
-    const em = orm.em.fork();
+  ({ target, drop } = await legacyDatabase(BEFORE, async (em) => {
     await em.execute(`insert into organizations (id, name) values ('org_h', 'h')`);
     await em.execute(`insert into projects (id, organization_id, name) values ('proj_h', 'org_h', 'h')`);
     for (const [id, m] of Object.entries(OLD)) {
@@ -93,11 +77,9 @@ beforeAll(async () => {
     await em.execute(
       `insert into reputation_adjustments (project_id, livemode, subject_type, subject_id, adjustment, outcomes, updated_at) values ('proj_h', false, 'merchant', 'mrch_a', 2, 1, now())`,
     );
-  } finally {
-    await orm.close(true);
-  }
+  }));
   // the app runs the remaining migrations (ours among them) as it starts
-  app = await TestApp.start({}, { target: target.kind === 'pglite' ? { kind: 'pglite', dataDir: target.dataDir } : target });
+  app = await TestApp.start({}, { target: appTargetOf(target) });
 }, 180_000);
 afterAll(async () => {
   await app?.stop();
