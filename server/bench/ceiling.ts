@@ -35,26 +35,28 @@ type Query = (st: Statement) => Promise<Rows>;
 /** A transaction on the ceiling's database: a node-pg pool, or the PGlite instance the server uses. */
 export type CeilingDb = { transaction: <T>(fn: (q: Query) => Promise<T>) => Promise<T>; close: () => Promise<void> };
 
+/** `fn` on one client of `pool` between BEGIN and COMMIT (ROLLBACK when it throws). */
+export async function pgTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    const out = await fn(client);
+    await client.query('commit');
+    return out;
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
 /** node-pg, each statement named and prepared per connection as the server's pool does (db/prepared-statements.ts). */
 export function ceilingPool(url: string, max: number): CeilingDb {
   const pool = new pg.Pool({ connectionString: url, max });
   const names = new PreparedStatementNames();
   return {
-    async transaction(fn) {
-      const client = await pool.connect();
-      const q: Query = async (st) => (await client.query({ name: names.nameOf(st.text), text: st.text, values: st.params })).rows;
-      try {
-        await client.query('begin');
-        const out = await fn(q);
-        await client.query('commit');
-        return out;
-      } catch (err) {
-        await client.query('rollback').catch(() => undefined);
-        throw err;
-      } finally {
-        client.release();
-      }
-    },
+    transaction: (fn) => pgTransaction(pool, (client) => fn(async (st) => (await client.query({ name: names.nameOf(st.text), text: st.text, values: st.params })).rows)),
     close: () => pool.end(),
   };
 }

@@ -24,7 +24,7 @@ import { jsonOrText, type ApiResponse, type TestApp } from '../test/helpers/harn
 import { countQueries } from '../test/helpers/query-counter.js';
 import { freePort, MAIN, ROOT } from '../test/helpers/spawn.js';
 import { startBareExpress } from './bare-express.js';
-import { ceilingPglite, ceilingPool, startCeiling } from './ceiling.js';
+import { ceilingPglite, ceilingPool, pgTransaction, startCeiling } from './ceiling.js';
 import { cpuMsOf, postgresPids, treePids, treeRss, type Rss } from './proc.js';
 
 /**
@@ -362,19 +362,7 @@ async function shapedOnPostgres(url: string, workers: number): Promise<Shaped> {
   for (const ddl of SHAPED_DDL) await pool.query(ddl);
   await pool.query("insert into bench_sessions (id, state) select 'w' || g, 'open' from generate_series(0, $1::int - 1) g on conflict do nothing", [workers]);
   return {
-    async run(worker) {
-      const client = await pool.connect();
-      try {
-        await client.query('begin');
-        await shapedStatements((sql, params) => client.query(sql, params), `w${worker}`);
-        await client.query('commit');
-      } catch (err) {
-        await client.query('rollback').catch(() => undefined);
-        throw err;
-      } finally {
-        client.release();
-      }
-    },
+    run: (worker) => pgTransaction(pool, (client) => shapedStatements((sql, params) => client.query(sql, params), `w${worker}`)),
     close: () => pool.end(),
   };
 }

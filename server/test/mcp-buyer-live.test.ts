@@ -2,16 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { eventTypes, ordersOf } from './helpers/agent-protocol.js';
-import { publishedMerchant } from './helpers/agent.js';
+import { publishedLiveEspresso } from './helpers/agent.js';
 import { buildPackages, ROOT } from './helpers/build.js';
 import type { TestApp } from './helpers/harness.js';
 import { startLiveApp } from './helpers/live.js';
+import { launchSvcMcp } from './helpers/mcp.js';
 
 /**
  * svc-mcp in live mode: the built bin over stdio, driven by the official MCP client, buys from
@@ -29,41 +28,16 @@ let app: TestApp;
 let payTo: Address;
 let shopUrl: string;
 
-async function launch(env: Record<string, string>) {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [BIN],
-    env: { PATH: process.env.PATH ?? '', HOME: work, SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_SPENDING_FILE: join(work, 'spending.json'), ...env },
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const client = new Client({ name: 'svc-test-host', version: '1.0.0' });
-  await client.connect(transport);
-  return {
-    async call(name: string, args: Record<string, unknown>) {
-      const r = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: any };
-      transcript.push(JSON.stringify(r));
-      return r;
-    },
-    async close() {
-      await client.close();
-      transcript.push(stderr);
-    },
-  };
-}
+const launch = (env: Record<string, string>) =>
+  launchSvcMcp(BIN, { HOME: work, SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_SPENDING_FILE: join(work, 'spending.json'), ...env }, transcript);
 
 beforeAll(async () => {
   const relayers = [generatePrivateKey(), generatePrivateKey()];
   [chain] = await Promise.all([startAnvil(), buildPackages(['mcp'])]);
   app = await startLiveApp(chain, relayers);
-  payTo = privateKeyToAccount(generatePrivateKey()).address;
-  const shop = await publishedMerchant(app, {
-    key: await app.key('live'),
-    merchant: { receiving: { x402: { chain: 'base', address: payTo } } },
-    products: [{ sku: 'espresso', amount: '0.75' }],
-    policy: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null },
-  });
+  const live = await publishedLiveEspresso(app, await app.key('live'));
+  payTo = live.payTo;
+  const shop = live.shop;
   shopUrl = `${app.baseUrl}/m/${shop.merchant.slug}`;
   await chain.mintUsdc(buyer.address, 10_000_000n);
 }, 300_000);

@@ -4,12 +4,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { verifyReceipt } from '@svc/sdk/agent';
 import { agentIdFor } from '@svc/mcp';
 import { TestApp } from './helpers/harness.js';
+import { launchSvcMcp, type BuyerResult, type SvcMcp } from './helpers/mcp.js';
 import { publishedMerchant } from './helpers/agent.js';
 import { ordersOf } from './helpers/agent-protocol.js';
 import { sql } from './helpers/foundation.js';
@@ -32,8 +31,8 @@ const wallet = privateKeyToAccount(KEY);
 const work = mkdtempSync(join(tmpdir(), 'svc-mcp-buyer-'));
 const SPENDING_FILE = join(work, 'state', 'spending.json');
 
-type Result = { isError?: boolean; structuredContent?: any; content: Array<{ type: string; text?: string }> };
-type Buyer = { call(name: string, args?: Record<string, unknown>): Promise<Result>; client: Client; stderr(): string; close(): Promise<void> };
+type Result = BuyerResult;
+type Buyer = SvcMcp;
 
 /** Everything that left the children: stderr, tool lists and tool results. */
 const transcript: string[] = [];
@@ -44,31 +43,8 @@ let heldShop: Awaited<ReturnType<typeof publishedMerchant>>;
 let otherShop: Awaited<ReturnType<typeof publishedMerchant>>;
 const url = (ref: string) => `${app.baseUrl}/m/${ref}`;
 
-async function launch(env: Record<string, string>): Promise<Buyer> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [BIN],
-    env: { PATH: process.env.PATH ?? '', HOME: work, SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_SPENDING_FILE: SPENDING_FILE, SVC_MCP_SERVICE_URL: app.baseUrl, ...env },
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const client = new Client({ name: 'svc-test-host', version: '1.0.0' });
-  await client.connect(transport);
-  return {
-    client,
-    async call(name, args = {}) {
-      const r = (await client.callTool({ name, arguments: args })) as Result;
-      transcript.push(JSON.stringify(r));
-      return r;
-    },
-    stderr: () => stderr,
-    async close() {
-      await client.close();
-      transcript.push(stderr);
-    },
-  };
-}
+const launch = (env: Record<string, string>): Promise<Buyer> =>
+  launchSvcMcp(BIN, { HOME: work, SVC_WALLET_PRIVATE_KEY: KEY, SVC_MCP_SPENDING_FILE: SPENDING_FILE, SVC_MCP_SERVICE_URL: app.baseUrl, ...env }, transcript);
 
 const LIMITS = { SVC_MCP_MAX_PER_PAYMENT: '10.00', SVC_MCP_MAX_PER_DAY: '10.00', SVC_MCP_ALLOWED_CHAINS: 'base-sepolia' };
 let allowList = '';

@@ -7,7 +7,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { eventTypes, ordersOf, poll, verifyReceipt } from './helpers/agent-protocol.js';
 import { sql } from './helpers/foundation.js';
-import { publishedMerchant, signPayment } from './helpers/agent.js';
+import { publishedLiveEspresso, signPayment } from './helpers/agent.js';
 import type { TestApp } from './helpers/harness.js';
 import { startLiveApp } from './helpers/live.js';
 import { callPaidTool, callWithPayment, mcpClient, paymentRequiredOf, signAccepts, structured } from './helpers/mcp.js';
@@ -29,13 +29,9 @@ beforeAll(async () => {
   chain = await startAnvil();
   app = await startLiveApp(chain, relayerKeys);
   const key = await app.key('live');
-  payTo = privateKeyToAccount(generatePrivateKey()).address;
-  const shop = await publishedMerchant(app, {
-    key,
-    merchant: { receiving: { x402: { chain: 'base', address: payTo } } },
-    products: [{ sku: 'espresso', amount: '0.75' }],
-    policy: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null },
-  });
+  const live = await publishedLiveEspresso(app, key);
+  payTo = live.payTo;
+  const shop = live.shop;
   base = shop.base;
   client = await mcpClient(`${app.baseUrl}${base}/mcp`);
 }, 120_000);

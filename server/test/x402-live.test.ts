@@ -9,7 +9,7 @@ import { sql } from './helpers/foundation.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
 import { paymentRequiredOf, recordingFetch } from './helpers/x402.js';
 import { startLiveApp } from './helpers/live.js';
-import { publishedMerchant } from './helpers/agent.js';
+import { publishedLiveEspresso } from './helpers/agent.js';
 
 /**
  * Live mode on a real EVM (anvil, chain id 8453, the EIP-3009 token at the real USDC address,
@@ -27,13 +27,9 @@ beforeAll(async () => {
   chain = await startAnvil();
   app = await startLiveApp(chain, relayerKeys);
   key = await app.key('live');
-  payTo = privateKeyToAccount(generatePrivateKey()).address;
-  const shop = await publishedMerchant(app, {
-    key,
-    merchant: { receiving: { x402: { chain: 'base', address: payTo } } },
-    products: [{ sku: 'espresso', amount: '0.75' }],
-    policy: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null },
-  });
+  const live = await publishedLiveEspresso(app, key);
+  payTo = live.payTo;
+  const shop = live.shop;
   base = shop.base;
 }, 120_000);
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import type { Hex } from 'viem';
+import type { Address, Hex } from 'viem';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES, type Refund } from '@svc/contract';
 import { merchantBody, type TestApp, type TestKey } from './harness.js';
 
@@ -70,6 +70,21 @@ export async function publishedMerchant(
 }
 
 export const agentId = () => randomUUID();
+
+/**
+ * A live merchant on base selling one 0.75 espresso, with no policy standing between a paying
+ * agent and the chain, paid to a fresh address (its balance starts at zero).
+ */
+export async function publishedLiveEspresso(app: Pick<TestApp, 'key' | 'request'>, key: TestKey) {
+  const payTo: Address = privateKeyToAccount(generatePrivateKey()).address;
+  const shop = await publishedMerchant(app, {
+    key,
+    merchant: { receiving: { x402: { chain: 'base', address: payTo } } },
+    products: [{ sku: 'espresso', amount: '0.75' }],
+    policy: { requireMandateOverUsd: null, minReputationTier: null, holdForReviewBelowTier: null },
+  });
+  return { shop, payTo };
+}
 
 /**
  * Signs a refund's authorization_request with a viem account, as a merchant script would, from

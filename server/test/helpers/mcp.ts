@@ -1,4 +1,5 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
@@ -90,4 +91,35 @@ export async function rawMcp(url: string, body: unknown, headers: Record<string,
     json = null;
   }
   return { status: res.status, headers: res.headers, text, json };
+}
+
+/** A tool result of the buyer's server as the tests read it. */
+export type BuyerResult = { isError?: boolean; structuredContent?: any; content: Array<{ type: string; text?: string }> };
+/** The buyer's MCP server (`svc-mcp`), launched over stdio, and the official client driving it. */
+export type SvcMcp = { client: Client; call(name: string, args?: Record<string, unknown>): Promise<BuyerResult>; stderr(): string; close(): Promise<void> };
+
+/**
+ * The built `svc-mcp` bin (mcp/dist/bin.js, what `npx svc-mcp` runs) spawned as an agent host
+ * does, with only `env` (plus PATH) in its environment, connected with the official MCP client.
+ * Every tool result and, on close, everything it printed on stderr go to `transcript`.
+ */
+export async function launchSvcMcp(bin: string, env: Record<string, string>, transcript: string[]): Promise<SvcMcp> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [bin], env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const client = new Client({ name: 'svc-test-host', version: '1.0.0' });
+  await client.connect(transport);
+  return {
+    client,
+    async call(name, args = {}) {
+      const r = (await client.callTool({ name, arguments: args })) as BuyerResult;
+      transcript.push(JSON.stringify(r));
+      return r;
+    },
+    stderr: () => stderr,
+    async close() {
+      await client.close();
+      transcript.push(stderr);
+    },
+  };
 }
