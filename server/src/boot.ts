@@ -79,7 +79,7 @@ export async function createServices(
     facilitators: createFacilitators(config, log, signers, opts.processSlot),
     signers,
     wake,
-    caches: { agent: agentCache, issuerKeys: new Map(), receiptKeys: new Map() },
+    caches: { agent: agentCache, issuerKeys: new Map(), receiptKeys: new Map(), settleRefModes: new Map() },
     metrics: createMetrics(log, metricsCollectors(orm)),
     mailer: new Mailer(config, log),
     operator: new OperatorChannel(),

@@ -9,6 +9,7 @@ import type {} from './modules/events/services.js';
 import type {} from './modules/gate/services.js';
 import type {} from './modules/merchants/services.js';
 import type {} from './modules/operator/services.js';
+import type {} from './modules/settlement/services.js';
 import type {} from './modules/webhooks/services.js';
 
 export type { Caches, Services } from './http/context.js';

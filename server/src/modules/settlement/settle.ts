@@ -54,14 +54,14 @@ export async function settleSession(input: SettleInput): Promise<SettleResult> {
 }
 
 /**
- * The mode each merchant reference named when last read (a merchant's mode never changes; a
- * slug's may, when its live merchant publishes). A hint only: it picks the path a settle tries
- * first, and the statement that reads the merchant decides.
+ * The mode each merchant reference named when last read (services.caches.settleRefModes, per
+ * process; a merchant's mode never changes, a slug's may, when its live merchant publishes). A
+ * hint only: it picks the path a settle tries first, and the statement that reads the merchant decides.
  */
-const refModes = new Map<string, boolean>();
+export type RefModes = Map<string, boolean>;
 const REF_MODES_MAX = 4096;
 const refKey = (ref: string) => (hasPrefix(ref, 'mrch') ? ref : ref.toLowerCase());
-function rememberMode(ref: string, livemode: boolean) {
+function rememberMode(refModes: RefModes, ref: string, livemode: boolean) {
   const key = refKey(ref);
   if (refModes.get(key) === livemode) return;
   if (refModes.size >= REF_MODES_MAX) refModes.delete(refModes.keys().next().value!);
@@ -79,7 +79,7 @@ async function settleOnce(input: SettleInput): Promise<SettleResult> {
   const { em, services } = ctx;
   const now = services.now();
   const paymentHash = canonicalHash(payment);
-  const livemode = isRef(input.merchant) ? refModes.get(refKey(input.merchant.ref)) : input.merchant.livemode;
+  const livemode = isRef(input.merchant) ? services.caches.settleRefModes.get(refKey(input.merchant.ref)) : input.merchant.livemode;
 
   // Test mode: everything in one transaction (settleInOneTransaction). It hands back what it read
   // when the settle needs the outside first (a live facilitator's verify, an issuer's keys to
@@ -134,7 +134,7 @@ async function readBeforeGate(input: SettleInput): Promise<Read> {
   if (!isRef(merchant)) return { session: await findSession(ctx.em, merchant, input.sessionId), merchant };
   const row = await readSettleRow(ctx.em, input.sessionId, lockRefOf(merchant));
   if (!row || !row.byRef) return notThisMerchants(merchant);
-  rememberMode(merchant.ref, row.merchant.livemode);
+  rememberMode(ctx.services.caches.settleRefModes, merchant.ref, row.merchant.livemode);
   return { session: row.session, merchant: row.merchant };
 }
 
@@ -168,7 +168,7 @@ async function settleInOneTransaction(input: SettleInput, paymentHash: string, n
       const { session: s, merchant: m } = locked;
       seen.session = s;
       if (isRef(input.merchant)) {
-        rememberMode(input.merchant.ref, m.livemode);
+        rememberMode(services.caches.settleRefModes, input.merchant.ref, m.livemode);
         input.merchant.seen?.(m);
       }
       const read = { session: s, merchant: m };
