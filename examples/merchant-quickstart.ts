@@ -5,8 +5,9 @@
  *   SVC_BASE_URL=http://localhost:3000 SVC_API_KEY=svc_test_... npx tsx examples/merchant-quickstart.ts
  *
  * Env: SVC_BASE_URL, SVC_API_KEY (required); SVC_MERCHANT_SLUG (default coffee-<random>),
- * SVC_PAY_TO (your USDC receiving address), SVC_WEBHOOK_URL (default
- * http://127.0.0.1:4242/webhooks, where examples/webhook-receiver.ts listens).
+ * SVC_PAY_TO (your USDC receiving address), SVC_WEBHOOK_URL (test mode default
+ * http://127.0.0.1:4242/webhooks, where examples/webhook-receiver.ts listens; live mode: none
+ * unless set, as live endpoints must be public https URLs).
  * The last line printed is a JSON summary for scripts.
  */
 import { randomBytes } from 'node:crypto';
@@ -52,13 +53,13 @@ async function main() {
   const published = await svc.policy.publish(scope);
   console.log(`policy v${version.version} published (active version ${published.active_policy_version})`);
 
-  // 4. Where order events go; keep the secret: the receiver verifies signatures with it.
-  const endpoint = await svc.webhooks.endpoints.create({
-    url: env('SVC_WEBHOOK_URL', 'http://127.0.0.1:4242/webhooks'),
-    enabled_events: ['order.settled', 'order.rejected', 'order.held'],
-    description: 'quickstart receiver',
-  });
-  console.log(`webhook endpoint ${endpoint.id} -> ${endpoint.url} (${endpoint.status})`);
+  // 4. Where order events go; keep the secret: the receiver verifies signatures with it. Live
+  // endpoints must be public https URLs, so in live mode only when SVC_WEBHOOK_URL names one.
+  const webhookUrl = svc.livemode ? process.env.SVC_WEBHOOK_URL : env('SVC_WEBHOOK_URL', 'http://127.0.0.1:4242/webhooks');
+  const endpoint = webhookUrl
+    ? await svc.webhooks.endpoints.create({ url: webhookUrl, enabled_events: ['order.settled', 'order.rejected', 'order.held'], description: 'quickstart receiver' })
+    : null;
+  if (endpoint) console.log(`webhook endpoint ${endpoint.id} -> ${endpoint.url} (${endpoint.status})`);
 
   const agentUrl = `${svc.baseUrl}/m/${merchant.id}`;
   console.log(`agents discover the shop at ${agentUrl}/.well-known/agentic-checkout.json`);
@@ -67,8 +68,8 @@ async function main() {
       merchant_id: merchant.id,
       slug: merchant.slug,
       agent_url: agentUrl,
-      webhook_endpoint_id: endpoint.id,
-      webhook_secret: endpoint.secret,
+      webhook_endpoint_id: endpoint?.id ?? null,
+      webhook_secret: endpoint?.secret ?? null,
     }),
   );
 }

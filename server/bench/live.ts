@@ -27,7 +27,7 @@ import { createLogger } from '../src/lib/logger.js';
 import { createApiKey, createProject } from '../src/modules/accounts/service.js';
 import { createLiveFacilitator } from '../src/rails/index.js';
 import type { Services } from '../src/services.js';
-import { EIP3009_TOKEN_ABI } from '../test/chain/eip3009-token.artifact.js';
+import { EIP3009_TOKEN_ABI } from '../src/dev-chain/eip3009-token.artifact.js';
 import { ANVIL_DEV_KEY, startAnvil, USDC_BASE, type Anvil } from '../test/helpers/anvil.js';
 import { cpuMsOf } from './proc.js';
 

@@ -4,6 +4,7 @@ import { DataDirInUseError } from './db/orm.js';
 import type { Services } from './services.js';
 import { LOGIN_USAGE, LoginError, runLogin } from './cli-login.js';
 import { parseCommand, readOperatorFile, USAGE, UsageError } from './modules/operator/index.js';
+import { DevUsageError, runDev } from './dev-chain/commands.js';
 
 /** `svc login` talks to a running server over HTTP and never opens the database. */
 async function login(argv: string[]) {
@@ -15,6 +16,16 @@ async function login(argv: string[]) {
     const usage = err instanceof Error && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS') ? `\n${LOGIN_USAGE}` : '';
     process.stderr.write(`${err instanceof Error ? err.message : String(err)}${usage}\n`);
     process.exit(err instanceof LoginError || usage ? 2 : 1);
+  }
+}
+
+/** `svc dev chain|balance` talk to a local chain and never open the database. */
+async function dev(argv: string[]) {
+  try {
+    process.exit(await runDev(argv, (line) => process.stdout.write(`${line}\n`)));
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(err instanceof DevUsageError ? 2 : 1);
   }
 }
 
@@ -47,6 +58,7 @@ async function viaRunningServer(dataDir: string, argv: string[]): Promise<boolea
 
 async function main() {
   if (process.argv[2] === 'login') return login(process.argv.slice(3));
+  if (process.argv[2] === 'dev') return dev(process.argv.slice(3));
   let services: Services | undefined;
   try {
     // Parsed before the database opens: --help and usage errors need no database (and no lock).

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BroadcastRecord } from '../src/rails/types.js';
 import pino from 'pino';
 import { OnchainFacilitator, transferCalldata, type OnchainFacilitatorOptions } from '../src/rails/onchain/facilitator.js';
-import { EIP3009_TOKEN_ABI, MULTICALL3_ABI } from './chain/eip3009-token.artifact.js';
+import { EIP3009_TOKEN_ABI, MULTICALL3_ABI } from '../src/dev-chain/eip3009-token.artifact.js';
 import { ANVIL_DEV_KEY, countingRpcProxy, MULTICALL3_ADDRESS, startAnvil, USDC_BASE, type Anvil } from './helpers/anvil.js';
 import { brokenChecksum, highS, nowSec, parityV, recorder, signedProof, silentLog } from './helpers/payments.js';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { EIP3009_TOKEN_ABI } from './chain/eip3009-token.artifact.js';
+import { EIP3009_TOKEN_ABI } from '../src/dev-chain/eip3009-token.artifact.js';
 import { USDC_BASE } from './helpers/anvil.js';
 import { useLiveProcess } from './helpers/live-process.js';
 import { TRANSFER_WITH_AUTHORIZATION_TYPES } from '@svc/contract';

@@ -9,7 +9,8 @@ import solc from 'solc';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const SOURCE_PATH = join(HERE, 'EIP3009Token.sol');
-export const ARTIFACT_PATH = join(HERE, 'eip3009-token.artifact.ts');
+/** In src/: the development chain (`svc dev chain`) installs the token too, and product code never imports from test/. */
+export const ARTIFACT_PATH = join(HERE, '..', '..', 'src', 'dev-chain', 'eip3009-token.artifact.ts');
 
 type SolcOutput = {
   errors?: { severity: string; formattedMessage: string }[];

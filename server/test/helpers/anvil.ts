@@ -1,9 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import {
   createPublicClient,
   createWalletClient,
@@ -16,21 +13,17 @@ import {
 } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
-import { CHAINS } from '@svc/contract';
 import {
   EIP3009_TOKEN_5267_RUNTIME,
   EIP3009_TOKEN_ABI,
   EIP3009_TOKEN_OTHER_NAME_RUNTIME,
   EIP3009_TOKEN_RUNTIME,
-  MULTICALL3_RUNTIME,
-} from '../chain/eip3009-token.artifact.js';
+} from '../../src/dev-chain/eip3009-token.artifact.js';
+import { ANVIL_DEV_KEY, installChainCode, rpcCall, spawnAnvil, USDC_BASE } from '../../src/dev-chain/anvil.js';
 import type { PaymentProof } from '../../src/rails/types.js';
 import { freePort } from './spawn.js';
 
-export const USDC_BASE = CHAINS.base.usdc as Address;
-export const MULTICALL3_ADDRESS: Address = '0xcA11bde05977b3631167028862bE2a173976CA11';
-/** anvil's first default account (funded with 10,000 ETH); used to mint and send helper txs. */
-export const ANVIL_DEV_KEY: Hex = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
+export { ANVIL_DEV_KEY, MULTICALL3_ADDRESS, USDC_BASE } from '../../src/dev-chain/anvil.js';
 
 export type AnvilOptions = {
   /** Seconds between blocks; unset = automine (a block per transaction). */
@@ -86,17 +79,6 @@ export type Anvil = {
   stop: () => Promise<void>;
 };
 
-/** The platform binary itself: `npx anvil` wraps it in a node process that a kill would orphan. */
-function anvilBinary(): string {
-  const require = createRequire(import.meta.url);
-  const pkg = require.resolve('@foundry-rs/anvil-linux-amd64/package.json');
-  const bin = join(dirname(pkg), 'bin', 'anvil');
-  if (!existsSync(bin)) throw new Error(`anvil binary not found at ${bin}`);
-  return bin;
-}
-
-/** A port the OS just handed out; a tiny race with other processes, retried by startAnvil. */
-
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
 function installExitHook(): void {
@@ -108,41 +90,16 @@ function installExitHook(): void {
   });
 }
 
-async function rpcCall<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result?: T; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result as T;
-}
-
+/** A port the OS just handed out; a tiny race with other processes, retried by startAnvil. */
 async function spawnOnce(opts: AnvilOptions): Promise<{ proc: ChildProcess; port: number; url: string }> {
   const port = await freePort();
-  const chainId = opts.chainId ?? 8453;
-  const args = ['--port', String(port), '--host', '127.0.0.1', '--chain-id', String(chainId), '--silent', '--accounts', '2'];
+  const args = ['--accounts', '2'];
   if (opts.noMining) args.push('--no-mining');
   else if (opts.blockTime) args.push('--block-time', String(opts.blockTime));
-  const proc = spawn(anvilBinary(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const { proc, url } = await spawnAnvil({ port, chainId: opts.chainId ?? 8453, args });
   live.add(proc);
   proc.on('exit', () => live.delete(proc));
-  let stderr = '';
-  proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`anvil exited (${proc.exitCode}): ${stderr.slice(0, 500)}`);
-    try {
-      const id = await rpcCall<Hex>(url, 'eth_chainId');
-      if (Number(id) === chainId) return { proc, port, url };
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  proc.kill('SIGKILL');
-  throw new Error(`anvil did not answer on ${url} within 60 s: ${stderr.slice(0, 500)}`);
+  return { proc, port, url };
 }
 
 /** Starts a private anvil (chain id 8453 unless told) with the test token at the real USDC address and Multicall3. */
@@ -161,8 +118,7 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
   const installToken = async (code: TokenCode) => {
     await rpc('anvil_setCode', [USDC_BASE, TOKEN_CODE[code]]);
   };
-  await installToken(opts.token ?? 'usdc');
-  await rpc('anvil_setCode', [MULTICALL3_ADDRESS, MULTICALL3_RUNTIME]);
+  await installChainCode(url, TOKEN_CODE[opts.token ?? 'usdc']);
 
   const onChain = { ...base, id: opts.chainId ?? base.id };
   const client = createPublicClient({ chain: onChain, transport: http(url, { retryCount: 0 }) }) as PublicClient;

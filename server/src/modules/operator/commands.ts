@@ -14,8 +14,11 @@ export type CommandServices = { orm: Orm; now: () => Date };
 export const USAGE = `usage: npm run svc -- <command> [options]
 
 commands:
-  login [--url http://localhost:3000] [--email you@example.com] [--out <file>]
-                                              sign in to a running server (no database access)
+  login [--url <url>] [--email you@example.com] [--out <file>]
+                                              sign in to a running server (no database access; the URL
+                                              defaults to SVC_PUBLIC_BASE_URL, else http://localhost:$PORT)
+  dev chain [--port 8545]                     a local Base with the test USDC for live mode (npm run chain)
+  dev balance <address>... [--rpc <url>]      USDC and ETH balances on that chain
   projects create --name <name> [--json]      create a project (and its organization)
   projects list [--json]                      list projects
   keys create --mode test|live [--project proj_...] [--scopes a,b,...] [--name n] [--json]
