@@ -1,14 +1,27 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { loadConfig } from './config.js';
 
-export const LOGIN_USAGE = `usage: npm run svc -- login [--url http://localhost:3000] [--email you@example.com] [--out <file>]
+export const LOGIN_USAGE = `usage: npm run svc -- login [--url <SVC_PUBLIC_BASE_URL, else http://localhost:$PORT>] [--email you@example.com] [--out <file>]
   Signs in with the device-code flow against a running server and prints a new test API key
   (or writes it to --out, mode 0600). Nothing is stored. Open the printed URL in a browser,
   sign in (--email mails you a link to it) and type the code this command shows.`;
 
 export class LoginError extends Error {}
 
-type Io = { stderr: (line: string) => void; sleep?: (ms: number) => Promise<void>; fetch?: typeof fetch };
+type Io = { stderr: (line: string) => void; sleep?: (ms: number) => Promise<void>; fetch?: typeof fetch; env?: NodeJS.ProcessEnv };
+
+/**
+ * Without --url the CLI talks to the server its environment configures, by the server's own
+ * rule (config.ts): SVC_PUBLIC_BASE_URL, else http://localhost:$PORT (default 3000).
+ */
+function serverUrlOf(env: NodeJS.ProcessEnv): string {
+  try {
+    return loadConfig(env).SVC_PUBLIC_BASE_URL;
+  } catch (err) {
+    throw new LoginError(`${err instanceof Error ? err.message : String(err)} (--url sets the server's URL)`);
+  }
+}
 
 async function postJson(f: typeof fetch, url: string, body: unknown): Promise<{ status: number; body: any; headers: Headers }> {
   let res: Response;
@@ -39,8 +52,9 @@ export async function runLogin(argv: string[], io: Io): Promise<string> {
   const sleep = io.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   let base: string;
   try {
-    base = new URL(values.url ?? 'http://localhost:3000').origin;
-  } catch {
+    base = new URL(values.url ?? serverUrlOf(io.env ?? process.env)).origin;
+  } catch (err) {
+    if (err instanceof LoginError) throw err;
     throw new LoginError(`--url must be a URL such as http://localhost:3000, got ${values.url}`);
   }
 

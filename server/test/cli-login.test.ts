@@ -9,11 +9,14 @@ import { TestApp } from './helpers/harness.js';
 // `npm run svc -- login` as a newcomer runs it: the real CLI entry point under tsx, against a
 // running server (embedded PGlite unless DATABASE_URL is set), with nothing stored.
 
-type Child = { stdout: string; stderr: string; waitFor: (re: RegExp) => Promise<RegExpExecArray>; done: Promise<number | null> };
+type Child = { stdout: string; stderr: string; waitFor: (re: RegExp) => Promise<RegExpExecArray>; done: Promise<number | null>; kill: () => void };
 
-function login(args: string[]): Child {
-  const child = spawn(process.execPath, [TSX, CLI, 'login', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], timeout: 90_000 });
+/** `env` adds to (or, with undefined, removes from) this process's environment. */
+function login(args: string[], env: Record<string, string | undefined> = {}): Child {
+  const childEnv = Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
+  const child = spawn(process.execPath, [TSX, CLI, 'login', ...args], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], timeout: 90_000 });
   const state: Child = {
+    kill: () => child.kill('SIGTERM'),
     stdout: '',
     stderr: '',
     waitFor: (re) =>
@@ -104,6 +107,22 @@ describe('svc login', () => {
     expect(secret).toMatch(/^svc_test_[A-Za-z0-9_-]{43}$/);
     expect((await app.request('GET', '/v1/me', { key: secret })).status).toBe(200);
   }, 120_000);
+
+  it("GIVEN no --url WHEN `svc login` runs THEN it talks to the server the environment configures: SVC_PUBLIC_BASE_URL, else http://localhost:$PORT", async () => {
+    const port = new URL(app.baseUrl).port;
+    const viaPort = login([], { PORT: port, SVC_PUBLIC_BASE_URL: undefined, NODE_ENV: 'development' });
+    await viaPort.waitFor(/Your code: [A-Z]{4}-[A-Z]{4}/); // the server on $PORT answered
+    viaPort.kill();
+    await viaPort.done;
+    // SVC_PUBLIC_BASE_URL wins over PORT (nothing listens on port 9).
+    const viaBase = login([], { PORT: port, SVC_PUBLIC_BASE_URL: 'http://127.0.0.1:9', NODE_ENV: 'development' });
+    expect(await viaBase.done).toBe(2);
+    expect(viaBase.stderr).toContain('cannot reach http://127.0.0.1:9');
+    // A bad setting is named, with the way around it.
+    const bad = login([], { PORT: 'abc', SVC_PUBLIC_BASE_URL: undefined, NODE_ENV: 'development' });
+    expect(await bad.done).toBe(2);
+    expect(bad.stderr).toMatch(/invalid configuration: PORT .*--url sets the server's URL/);
+  }, 180_000);
 
   it('GIVEN no server at the URL WHEN `svc login` runs THEN it exits 2 naming the URL', async () => {
     const cli = login(['--url', 'http://127.0.0.1:9']);
