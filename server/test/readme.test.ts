@@ -1,0 +1,186 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generatePrivateKey } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createScratchDatabase } from '../src/db/scratch.js';
+import { onPostgres } from './helpers/foundation.js';
+import { CLI, freePort, ROOT, runCommand, runScript } from './helpers/spawn.js';
+
+/**
+ * Runs the README's code blocks that are meant to run, as written: each is marked by the HTML
+ * comment `<!-- readme-test: <group> <run|serve> -->` on the line before its fence. `live` blocks
+ * are the local-chain walk-through ("Try live mode on a local chain"); its `serve` blocks
+ * (`npm run chain`, the live `npm start`) keep running, and the `test` blocks run against that
+ * same server (test mode needs no chain), so one chain and one server serve the whole file.
+ * `sh` blocks run in bash (`set -e`), `ts` blocks with tsx from the repository root.
+ *
+ * The only rewrites are where the README names a machine's fixed ports: localhost:3000 (the
+ * server's default) and 127.0.0.1:8545 (the chain's) become free ports, told to the commands
+ * through PORT and `npm run chain -- --port`.
+ */
+
+type Block = { group: string; kind: 'run' | 'serve'; lang: string; code: string; line: number };
+
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
+function markedBlocks(text: string): Block[] {
+  const out: Block[] = [];
+  const re = /<!-- readme-test: (\w+) (run|serve) -->\n```(\w+)\n([\s\S]*?)\n```/g;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    out.push({ group: m[1]!, kind: m[2] as Block['kind'], lang: m[3]!, code: m[4]!, line: text.slice(0, m.index).split('\n').length + 1 });
+  }
+  return out;
+}
+
+const blocks = markedBlocks(README);
+const TIMEOUT = 240_000;
+
+let port: number;
+let chainPort: number;
+let env: Record<string, string | undefined>;
+const dataDir = mkdtempSync(join(tmpdir(), 'svc-readme-'));
+let dropDatabase = async () => undefined as void;
+const serving: { block: Block; proc: ChildProcess; output: () => string }[] = [];
+
+const asWritten = (code: string) =>
+  code
+    .replaceAll('localhost:3000', `localhost:${port}`)
+    .replaceAll('127.0.0.1:8545', `127.0.0.1:${chainPort}`)
+    .replace(/^npm run chain$/m, `npm run chain -- --port ${chainPort}`);
+
+/** Runs one `run` block to completion; its exit status must be 0. */
+async function runBlock(block: Block, extraEnv: Record<string, string> = {}) {
+  const code = asWritten(block.code);
+  let r;
+  if (block.lang === 'sh') {
+    r = await runCommand('bash', ['-ec', code], { env: { ...env, ...extraEnv }, timeoutMs: TIMEOUT });
+  } else {
+    // In the repository (its node_modules resolve the imports), removed afterwards.
+    const file = join(ROOT, `.readme-block-${block.line}.ts`);
+    writeFileSync(file, code);
+    try {
+      r = await runScript(file, [], { ...env, ...extraEnv }, TIMEOUT);
+    } finally {
+      rmSync(file, { force: true });
+    }
+  }
+  expect(r.code, `README line ${block.line}:\n${code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`).toBe(0);
+  return r;
+}
+
+/** Starts a `serve` block in its own process group and waits until it says "listening on". */
+async function serve(block: Block) {
+  const childEnv = Object.fromEntries(Object.entries({ ...process.env, ...env, LOG_LEVEL: 'info' }).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
+  const proc = spawn('bash', ['-ec', asWritten(block.code)], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let output = '';
+  proc.stdout!.on('data', (b) => (output += b));
+  proc.stderr!.on('data', (b) => (output += b));
+  serving.push({ block, proc, output: () => output });
+  const deadline = Date.now() + TIMEOUT;
+  while (!output.includes('listening on')) {
+    if (proc.exitCode !== null) throw new Error(`README line ${block.line} exited (${proc.exitCode}):\n${output}`);
+    if (Date.now() > deadline) throw new Error(`README line ${block.line} did not start:\n${output}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return output;
+}
+
+beforeAll(async () => {
+  port = await freePort();
+  chainPort = await freePort();
+  let databaseUrl: string | undefined;
+  if (onPostgres) {
+    const scratch = await createScratchDatabase(process.env.DATABASE_URL!, 'svc_readme');
+    databaseUrl = scratch.target.kind === 'postgres' ? scratch.target.url : undefined;
+    dropDatabase = scratch.drop;
+  }
+  // A newcomer's shell: development mode, the default public URL (http://localhost:$PORT).
+  env = {
+    PORT: String(port),
+    SVC_DATA_DIR: dataDir,
+    SVC_MASTER_KEY: randomBytes(32).toString('hex'),
+    DATABASE_URL: databaseUrl,
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    SVC_PUBLIC_BASE_URL: undefined,
+    SVC_LIVE_FACILITATOR: undefined,
+  };
+}, TIMEOUT);
+
+afterAll(async () => {
+  // Each serve block's own process group, newest first (the server before the chain it uses).
+  for (const s of serving.reverse()) {
+    if (s.proc.exitCode !== null || s.proc.pid === undefined) continue;
+    const exited = new Promise((r) => s.proc.once('exit', r));
+    process.kill(-s.proc.pid, 'SIGINT');
+    const killer = setTimeout(() => s.proc.exitCode === null && process.kill(-s.proc.pid!, 'SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(killer);
+  }
+  rmSync(join(ROOT, 'cookies.txt'), { force: true });
+  rmSync(dataDir, { recursive: true, force: true });
+  await dropDatabase();
+}, TIMEOUT);
+
+describe('the README runs as written', () => {
+  it('GIVEN the README THEN it marks the live local-chain walk-through (two serve blocks, then the purchase), the curl sign-in and the x402 client', () => {
+    expect(blocks.filter((b) => b.group === 'live').map((b) => b.kind)).toEqual(['serve', 'serve', 'run']);
+    expect(blocks.filter((b) => b.group === 'test').length).toBeGreaterThanOrEqual(2);
+    expect(blocks.every((b) => b.lang === 'sh' || b.lang === 'ts')).toBe(true);
+    // At most five commands from a clone to a live purchase.
+    const commands = blocks.filter((b) => b.group === 'live').flatMap((b) => b.code.split('\n').filter((l) => l.trim() && !l.startsWith('#')));
+    expect(commands.length).toBeLessThanOrEqual(5);
+  });
+
+  it('GIVEN `npm run chain` and the live `npm start` as written WHEN they start THEN the chain prints the server variables and the buyer key the README uses, and the server is ready with live mode ok', async () => {
+    const [chain, server] = blocks.filter((b) => b.group === 'live' && b.kind === 'serve');
+    const printed = await serve(chain!);
+    // The server command the README shows is the one the chain prints (with its port).
+    expect(printed).toContain(asWritten(server!.code));
+    const live = blocks.find((b) => b.group === 'live' && b.kind === 'run')!;
+    const buyerKey = /SVC_AGENT_PRIVATE_KEY=(0x[0-9a-f]{64})/.exec(live.code)![1]!;
+    expect(printed).toMatch(new RegExp(`buyer .*100 USDC .*key ${buyerKey}`));
+    await serve(server!);
+    const ready = (await (await fetch(`http://localhost:${port}/readyz`)).json()) as { live?: { ok: boolean; facilitator: string } };
+    expect(ready.live).toMatchObject({ ok: true, facilitator: 'onchain' });
+  }, TIMEOUT);
+
+  it('GIVEN the running server WHEN the test-mode blocks run (curl sign-in with Origin; the x402 client buying a 2.80 espresso from `coffee`) THEN each exits 0 and does what it says', async () => {
+    // The x402 example buys from a test merchant `coffee` selling an espresso at 2.80: the quickstart example makes it.
+    const key = JSON.parse((await runScript(CLI, ['keys', 'create', '--mode', 'test', '--json'], env)).stdout) as { secret: string };
+    await runScript(join(ROOT, 'examples/merchant-quickstart.ts'), [], { ...env, SVC_API_KEY: key.secret, SVC_BASE_URL: `http://localhost:${port}`, SVC_MERCHANT_SLUG: 'coffee' });
+    const [signIn, x402] = blocks.filter((b) => b.group === 'test');
+    const signedIn = await runBlock(signIn!);
+    expect(signedIn.stdout).toMatch(/^303\n\{.*"id":"mrch_[0-9a-z]{26}".*\}$/);
+    expect(signedIn.stdout).toContain('"slug":"cookie-shop"');
+    const bought = await runBlock(x402!, { AGENT_KEY: generatePrivateKey() });
+    expect(bought.stdout).toMatch(/^ord_[0-9a-z]{26} \S+\n$/);
+  }, TIMEOUT);
+
+  it('GIVEN the chain and the live server WHEN the live purchase runs as written THEN the order is accepted on chain and `svc dev balance` shows 18 USDC moved from the buyer to the merchant', async () => {
+    const live = blocks.find((b) => b.group === 'live' && b.kind === 'run')!;
+    const r = await runBlock(live);
+    expect(r.stdout).toMatch(/accepted: order ord_[0-9a-z]{26}, settlement 0x[0-9a-f]{64}/);
+    const balances = r.stdout.trim().split('\n').slice(-2);
+    expect(balances).toEqual([
+      '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC  82 USDC  10000 ETH',
+      '0x90F79bf6EB2c4f870365E785982E1f101E93b906  18 USDC  10000 ETH',
+    ]);
+    // The order is the live merchant's, in live mode.
+    const orders = await runCommand('bash', ['-ec', `curl -s localhost:${port}/v1/orders -H "Authorization: Bearer $(npm run --silent svc -- keys create --mode live | head -1)"`], { env, timeoutMs: TIMEOUT });
+    const feed = JSON.parse(orders.stdout) as { data: { rail_name: string; total: { total: string } }[] };
+    expect(feed.data).toEqual([expect.objectContaining({ rail_name: 'x402', total: expect.objectContaining({ total: '18.00' }) })]);
+  }, TIMEOUT);
+
+  it('GIVEN `svc dev balance` with a bad address or no chain THEN exit status and one line say so', async () => {
+    const bad = await runScript(CLI, ['dev', 'balance', '0x12'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim()).toBe('dev balance needs 0x-prefixed 20-byte addresses, got 0x12');
+    const noChain = await runScript(CLI, ['dev', 'balance', '0x90F79bf6EB2c4f870365E785982E1f101E93b906', '--rpc', 'http://127.0.0.1:9'], env);
+    expect(noChain.code).toBe(1);
+    expect(noChain.stderr).toContain('cannot read balances from http://127.0.0.1:9 (is `npm run chain` running?');
+  }, TIMEOUT);
+});
