@@ -42,10 +42,14 @@ export async function rpcCall<T>(url: string, method: string, params: unknown[] 
   return body.result as T;
 }
 
-/** Spawns anvil on 127.0.0.1:`port` and waits (60 s at most) until it answers with `chainId`. */
-export async function spawnAnvil(opts: { port: number; chainId: number; args?: string[] }): Promise<{ proc: ChildProcess; url: string }> {
+/**
+ * Spawns anvil on 127.0.0.1:`port` and waits (60 s at most) until it answers with `chainId`;
+ * `onSpawn` sees the process at once (to kill it if the caller exits while it starts).
+ */
+export async function spawnAnvil(opts: { port: number; chainId: number; args?: string[]; onSpawn?: (proc: ChildProcess) => void }): Promise<{ proc: ChildProcess; url: string }> {
   const args = ['--port', String(opts.port), '--host', '127.0.0.1', '--chain-id', String(opts.chainId), '--silent', ...(opts.args ?? [])];
   const proc = spawn(anvilBinary(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  opts.onSpawn?.(proc);
   let stderr = '';
   proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const url = `http://127.0.0.1:${opts.port}`;

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -71,11 +72,14 @@ export async function balanceLines(rpcUrl: string, addresses: Address[]): Promis
 /** Starts the chain, funds the buyer, prints what to run next; resolves when anvil exits. */
 async function devChain(port: number, out: (line: string) => void, env: NodeJS.ProcessEnv): Promise<number> {
   const chainFile = chainFileOf(env);
-  const { proc, url } = await spawnAnvil({ port, chainId: base.id, args: ['--accounts', '4'] });
-  const stop = () => proc.kill('SIGTERM');
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  process.once('exit', () => proc.kill('SIGKILL'));
+  // Ctrl-C (or SIGTERM) stops anvil, from the moment it is spawned; this process exits with it.
+  const stopOnSignals = (anvil: ChildProcess) => {
+    const stop = () => anvil.kill('SIGTERM');
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    process.once('exit', () => anvil.kill('SIGKILL'));
+  };
+  const { proc, url } = await spawnAnvil({ port, chainId: base.id, args: ['--accounts', '4'], onSpawn: stopOnSignals });
   const exited = new Promise<number>((res) =>
     proc.once('exit', (code) => {
       rmSync(chainFile, { force: true });

@@ -96,9 +96,11 @@ async function spawnOnce(opts: AnvilOptions): Promise<{ proc: ChildProcess; port
   const args = ['--accounts', '2'];
   if (opts.noMining) args.push('--no-mining');
   else if (opts.blockTime) args.push('--block-time', String(opts.blockTime));
-  const { proc, url } = await spawnAnvil({ port, chainId: opts.chainId ?? 8453, args });
-  live.add(proc);
-  proc.on('exit', () => live.delete(proc));
+  const track = (proc: ChildProcess) => {
+    live.add(proc);
+    proc.on('exit', () => live.delete(proc));
+  };
+  const { proc, url } = await spawnAnvil({ port, chainId: opts.chainId ?? 8453, args, onSpawn: track });
   return { proc, port, url };
 }
 
