@@ -476,7 +476,7 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
     const mock = await ourCell(testShop, mockN, mockBuyers, 'base-sepolia');
     const vs = refBaseline ? ` = ${ratio(mock.perSec, refBaseline.perSec)} the reference's live automine ${refBaseline.perSec.toFixed(1)}/s at ${Math.max(...buyerCounts)} buyers, ${Math.max(...relayerCounts)} relayers` : '';
     lines.push(
-      `  test mode (mock facilitator), ${agents} agents, ${mock.n} checkout+settle: ${mock.perSec.toFixed(1)} settles/s${vs}; p50 ${ms(mock.p50)} ms, p99 ${ms(mock.p99)} ms, failed ${failures(mock)}`,
+      `  test mode (mock facilitator), ${agents} agents, ${mock.n} checkout+settle: ${mock.perSec.toFixed(1)} settles/s${vs}; p50 ${ms(mock.p50)} ms, p99 ${ms(mock.p99)} ms, failed ${failures(mock)}, cpu ms/req ${perReq(mock.cpuMs, mock)} (this process)`,
     );
     lines.push(`  live section took ${((performance.now() - started) / 1000).toFixed(1)} s (${target.kind === 'postgres' ? 'postgresql' : 'pglite (in memory)'})`);
     return lines.join('\n');
