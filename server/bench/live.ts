@@ -28,7 +28,7 @@ import { createApiKey, createProject } from '../src/modules/accounts/service.js'
 import { createLiveFacilitator } from '../src/rails/index.js';
 import type { Services } from '../src/services.js';
 import { EIP3009_TOKEN_ABI } from '../src/dev-chain/eip3009-token.artifact.js';
-import { ANVIL_DEV_KEY, startAnvil, USDC_BASE, type Anvil } from '../test/helpers/anvil.js';
+import { ANVIL_DEV_KEY, countingRpcProxy, startAnvil, USDC_BASE, type Anvil, type RpcCounter } from '../test/helpers/anvil.js';
 import { cpuMsOf } from './proc.js';
 
 /** One paid request: the wall time from its first byte out to the final answer, and whether that answer was 200. */
@@ -60,6 +60,8 @@ export type LiveBenchOptions = {
   /** Concurrent agents and settles for the test-mode mock line. Default 16 and 96. */
   mockAgents?: number;
   mockSettles?: number;
+  /** Each side talks to anvil through a counting JSON-RPC proxy (in this process, so its figures are not for rates); the table gains the calls per paid request. */
+  countRpc?: boolean;
 };
 
 const PRICE_USD = '0.01';
@@ -184,9 +186,9 @@ class InProcessFacilitatorClient implements FacilitatorClient {
 }
 
 /** The reference stack: @x402/express middleware in front of GET /paid, settled by x402Facilitator over ExactEvmScheme. */
-async function startReference(anvil: Anvil, payTo: Address, relayerKeys: Hex[]): Promise<{ url: string; failures: Map<string, number>; stop: () => Promise<void> }> {
+async function startReference(rpcUrl: string, payTo: Address, relayerKeys: Hex[]): Promise<{ url: string; failures: Map<string, number>; stop: () => Promise<void> }> {
   const facilitators = relayerKeys.map((key) => {
-    const wallet = createWalletClient({ account: privateKeyToAccount(key), chain: base, transport: http(anvil.rpcUrl), pollingInterval: 250 }).extend(publicActions);
+    const wallet = createWalletClient({ account: privateKeyToAccount(key), chain: base, transport: http(rpcUrl), pollingInterval: 250 }).extend(publicActions);
     // viem's verifyTypedData overloads are wider than the signer type spells them; the call shape is the same
     // receipt waits bounded below the buyer's timeout (the default is 180 s): a transaction that
     // never mines is a failed settle here, and the run does not linger on it after the section ends
@@ -303,7 +305,7 @@ async function referenceCell(url: string, n: number, buyers: PrivateKeyAccount[]
 const ms = (x: number) => (Number.isFinite(x) ? `${Math.round(x)}` : '-');
 const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}x` : '-');
 
-type Row = { mode: string; relayers: number; buyers: number; ours: CellResult; ref: CellResult };
+type Row = { mode: string; relayers: number; buyers: number; ours: CellResult; ref: CellResult; rpc?: { ours: string; ref: string } };
 
 function table(rows: Row[]): string {
   const head = ['chain', 'relayers', 'buyers', 'n', 'ours/s', 'ref/s', 'ratio', 'ours p50', 'ref p50', 'ratio', 'ours p99', 'ref p99', 'ratio', 'ours failed', 'ref failed', 'cpu ms/req ours', 'ref', 'anvil ours', 'ref'];
@@ -328,9 +330,20 @@ function table(rows: Row[]): string {
     perReq(r.ours.anvilCpuMs, r.ours),
     perReq(r.ref.anvilCpuMs, r.ref),
   ]);
+  if (rows.some((r) => r.rpc)) {
+    head.push('rpc/req ours', 'ref');
+    rows.forEach((r, i) => body[i]!.push(r.rpc?.ours ?? '-', r.rpc?.ref ?? '-'));
+  }
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
   const line = (cells: string[]) => '  ' + cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
   return [line(head), ...body.map(line)].join('\n');
+}
+
+/** JSON-RPC calls per paid request, in all and by method (the most frequent first). */
+function rpcPerReq(c: RpcCounter, n: number): string {
+  const per = (k: number) => (k / n).toFixed(2).replace(/\.?0+$/, '');
+  const methods = [...c.counts].sort((a, b) => b[1] - a[1]).map(([m, k]) => `${m.replace(/^eth_/, '')} ${per(k)}`);
+  return `${per(c.total())} (${methods.join(', ')})`;
 }
 
 const perReq = (cpuMs: number, c: CellResult) => (c.n ? (cpuMs / c.n).toFixed(1) : '-');
@@ -400,19 +413,20 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
       );
 
       for (const relayers of relayerCounts) {
+        const counters = opts.countRpc ? { ours: await countingRpcProxy(anvil.rpcUrl), ref: await countingRpcProxy(anvil.rpcUrl) } : null;
         const ourKeys = Array.from({ length: relayers }, () => generatePrivateKey());
         const refKeys = Array.from({ length: relayers }, () => generatePrivateKey());
         for (const k of [...ourKeys, ...refKeys]) await anvil.setEthBalance(privateKeyToAccount(k).address, 10n ** 20n);
         // the live facilitator exactly as the server builds it from its environment
         const ours = createLiveFacilitator(
-          loadConfig({ ...env, SVC_LIVE_FACILITATOR: 'onchain', SVC_RPC_URL_BASE: anvil.rpcUrl, SVC_RELAYER_PRIVATE_KEYS: ourKeys.join(',') }),
+          loadConfig({ ...env, SVC_LIVE_FACILITATOR: 'onchain', SVC_RPC_URL_BASE: counters?.ours.url ?? anvil.rpcUrl, SVC_RELAYER_PRIVATE_KEYS: ourKeys.join(',') }),
           silent,
           // signer recovery on the server's worker threads, as boot.ts wires it
           services.signers,
         );
         if (ours.name !== 'onchain') throw new Error(`expected the onchain facilitator, got ${ours.name}`);
         services.facilitators.live = ours;
-        const ref = await startReference(anvil, refPayTo, refKeys);
+        const ref = await startReference(counters?.ref.url ?? anvil.rpcUrl, refPayTo, refKeys);
         try {
           for (const buyers of buyerCounts) {
             const a = accounts[plan.findIndex((c) => c.relayers === relayers && c.buyers === buyers)]!;
@@ -420,22 +434,27 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
             // ABAB: each side runs half its requests, twice, so a change in the machine's load
             // in the middle of a cell falls on both sides
             const half = Math.ceil(n / 2);
+            counters?.ours.reset();
+            counters?.ref.reset();
             const r1 = await referenceCell(ref.url, half, a.ref);
             const o1 = await ourCell(shop, half, a.ours, 'base');
             const refResult = merge(r1, await referenceCell(ref.url, n - half, a.ref));
             const ourResult = merge(o1, await ourCell(shop, n - half, a.ours, 'base'));
+            const rpc = counters ? { ours: rpcPerReq(counters.ours, ourResult.n), ref: rpcPerReq(counters.ref, refResult.n) } : undefined;
             for (const [why, k] of ref.failures) {
               const short = why.replace(/\s+/g, ' ').slice(0, 120);
               refReasons.set(short, (refReasons.get(short) ?? 0) + k);
             }
             ref.failures.clear();
-            rows.push({ mode, relayers, buyers, ours: ourResult, ref: refResult });
+            rows.push({ mode, relayers, buyers, ours: ourResult, ref: refResult, rpc });
             if (blockTime === 0 && buyers === Math.max(...buyerCounts) && relayers === Math.max(...relayerCounts)) refBaseline = refResult;
           }
         } finally {
           await ref.stop();
           services.facilitators.live = liveFacilitator;
           await ours.close();
+          await counters?.ours.close();
+          await counters?.ref.close();
         }
       }
       await anvil.stop();
@@ -457,7 +476,7 @@ export async function benchLive(opts: LiveBenchOptions = {}): Promise<string> {
     const mock = await ourCell(testShop, mockN, mockBuyers, 'base-sepolia');
     const vs = refBaseline ? ` = ${ratio(mock.perSec, refBaseline.perSec)} the reference's live automine ${refBaseline.perSec.toFixed(1)}/s at ${Math.max(...buyerCounts)} buyers, ${Math.max(...relayerCounts)} relayers` : '';
     lines.push(
-      `  test mode (mock facilitator), ${agents} agents, ${mock.n} checkout+settle: ${mock.perSec.toFixed(1)} settles/s${vs}; p50 ${ms(mock.p50)} ms, p99 ${ms(mock.p99)} ms, failed ${failures(mock)}`,
+      `  test mode (mock facilitator), ${agents} agents, ${mock.n} checkout+settle: ${mock.perSec.toFixed(1)} settles/s${vs}; p50 ${ms(mock.p50)} ms, p99 ${ms(mock.p99)} ms, failed ${failures(mock)}, cpu ms/req ${perReq(mock.cpuMs, mock)} (this process)`,
     );
     lines.push(`  live section took ${((performance.now() - started) / 1000).toFixed(1)} s (${target.kind === 'postgres' ? 'postgresql' : 'pglite (in memory)'})`);
     return lines.join('\n');

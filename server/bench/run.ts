@@ -33,7 +33,8 @@ if (all || named.includes('webhooks')) benches.push(['webhooks', () => benchWebh
 /** BENCH_LIVE_BUYERS=16 BENCH_LIVE_RELAYERS=4 BENCH_LIVE_BLOCK_TIMES=0: only those cells of the live section (comma-separated lists). */
 const list = (name: string) => process.env[name]?.split(',').map(Number).filter((x) => Number.isInteger(x) && x >= 0);
 const liveCells = { buyers: list('BENCH_LIVE_BUYERS'), relayers: list('BENCH_LIVE_RELAYERS'), blockTimes: list('BENCH_LIVE_BLOCK_TIMES') };
-const liveOptions = Object.fromEntries(Object.entries(liveCells).filter(([, v]) => v?.length));
+/** BENCH_LIVE_COUNT_RPC=1: both sides reach anvil through a counting proxy; the table gains JSON-RPC calls per paid request (a counting run, not for rates). */
+const liveOptions = { ...Object.fromEntries(Object.entries(liveCells).filter(([, v]) => v?.length)), ...(process.env.BENCH_LIVE_COUNT_RPC === '1' ? { countRpc: true } : {}) };
 if (all || named.includes('live')) benches.push(['live', () => benchLive(quick ? { buyers: [1, 4], relayers: [1], blockTimes: [0], mockSettles: 32, ...liveOptions } : liveOptions)]);
 if (all || named.includes('hotrow')) {
   benches.push([

@@ -116,7 +116,7 @@ describe('OnchainFacilitator on anvil (automine)', () => {
     expect(await anvil.usdcBalance(merchant)).toBe(USDC);
   });
 
-  it('verify is one chain read (the gas estimate simulates the transfer) and the settle right after it reuses that estimate', async () => {
+  it('verify is one chain read (a simulation capped at the standard gas limit) and the settle right after it reuses it', async () => {
     const rpc = await countingRpcProxy(anvil.rpcUrl);
     const fac = new OnchainFacilitator({ rpcUrl: rpc.url, privateKeys: keys.slice(1, 2), chain: 'base', log: silentLog(), options: { pollMs: 100 } });
     try {
@@ -127,17 +127,19 @@ describe('OnchainFacilitator on anvil (automine)', () => {
 
       rpc.reset();
       expect(await fac.verify(verified, nowSec())).toMatchObject({ ok: true });
-      expect(Object.fromEntries(rpc.counts)).toEqual({ eth_estimateGas: 1 });
+      expect(Object.fromEntries(rpc.counts)).toEqual({ eth_call: 1 });
 
       rpc.reset();
       expect(await fac.settle(verified, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
+      expect(rpc.counts.get('eth_call') ?? 0).toBe(0);
       expect(rpc.counts.get('eth_estimateGas') ?? 0).toBe(0);
       expect(rpc.counts.get('eth_sendRawTransaction')).toBe(1);
 
       // without a verify just before, the settle simulates on its own
       rpc.reset();
       expect(await fac.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: recorder().recordBroadcast })).toMatchObject({ status: 'settled' });
-      expect(rpc.counts.get('eth_estimateGas')).toBe(1);
+      expect(rpc.counts.get('eth_call')).toBe(1);
+      expect(rpc.counts.get('eth_estimateGas') ?? 0).toBe(0);
 
       // a short balance is refused by that one simulation, and the refusal says what the payer holds
       const poor = await fundedPayer(anvil, USDC / 2n);
@@ -148,6 +150,40 @@ describe('OnchainFacilitator on anvil (automine)', () => {
       await fac.close();
       await rpc.close();
     }
+  });
+
+  it('a transfer that needs more gas than the standard limit (a heavy signature check) is estimated and still settles; one within it is sent with the standard limit, signed as viem signs', async () => {
+    const payer = await fundedPayer(anvil, 10n * USDC);
+    const rpc = await countingRpcProxy(anvil.rpcUrl);
+    // a standard limit below what any transfer needs stands for a transfer heavier than the default one
+    const tight = new OnchainFacilitator({ rpcUrl: rpc.url, privateKeys: keys.slice(3, 4), chain: 'base', log: silentLog(), options: { pollMs: 100, standardGas: 30_000n } });
+    try {
+      // the first verify also checks the chain (chain id, the token's code and domain)
+      expect(await tight.verify(await signedProof(payer, payTo(), USDC), nowSec())).toMatchObject({ ok: true });
+      rpc.reset();
+      const proof = await signedProof(payer, payTo(), USDC);
+      expect(await tight.verify(proof, nowSec())).toMatchObject({ ok: true });
+      expect(Object.fromEntries(rpc.counts)).toEqual({ eth_call: 1, eth_estimateGas: 1 });
+      const rec = recorder();
+      const out = await tight.settle(proof, { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast });
+      expect(out).toEqual({ status: 'settled', reference: rec.records[0]!.txHash });
+      const gas = parseTransaction(rec.records[0]!.rawTx as Hex).gas!;
+      expect(gas).toBeGreaterThan(30_000n);
+      expect(gas).toBeLessThan(150_000n);
+    } finally {
+      await tight.close();
+      await rpc.close();
+    }
+
+    const rec = recorder();
+    const out = await f.settle(await signedProof(payer, payTo(), USDC), { nowSec: nowSec(), waitMs: WAIT_MS, recordBroadcast: rec.recordBroadcast });
+    expect(out).toEqual({ status: 'settled', reference: rec.records[0]!.txHash });
+    const raw = rec.records[0]!.rawTx as Hex;
+    const tx = parseTransaction(raw);
+    expect(tx.gas).toBe(150_000n);
+    // the relayer's signature (libsecp256k1 where it loads) is the one viem's account would make
+    const unsigned = { chainId: tx.chainId!, nonce: tx.nonce!, to: tx.to!, data: tx.data!, gas: tx.gas!, value: tx.value ?? 0n, maxFeePerGas: tx.maxFeePerGas!, maxPriorityFeePerGas: tx.maxPriorityFeePerGas! };
+    expect(await privateKeyToAccount(keys[0]!).signTransaction({ type: 'eip1559', ...unsigned })).toBe(raw);
   });
 
   it('a new broadcast is looked at right away, not a poll interval later', async () => {

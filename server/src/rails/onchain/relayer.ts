@@ -1,5 +1,6 @@
-import type { Address, PublicClient } from 'viem';
-import type { PrivateKeyAccount } from 'viem/accounts';
+import { hexToBytes, keccak256, serializeTransaction, type Address, type Hex, type PublicClient, type TransactionSerializableEIP1559 } from 'viem';
+import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { nativeSecp256k1, signDigestNative } from '../../lib/secp256k1-native.js';
 import { chainRead } from '../evm-reads.js';
 
 /**
@@ -11,16 +12,32 @@ import { chainRead } from '../evm-reads.js';
  */
 export class Relayer {
   readonly address: Address;
+  readonly account: PrivateKeyAccount;
   inFlight = 0;
   private next: number | null = null;
   private holes: number[] = [];
   private lock: Promise<unknown> = Promise.resolve();
+  private readonly key: Uint8Array;
 
   constructor(
-    readonly account: PrivateKeyAccount,
+    privateKey: Hex,
     private readonly client: PublicClient,
   ) {
-    this.address = account.address;
+    this.account = privateKeyToAccount(privateKey);
+    this.address = this.account.address;
+    this.key = hexToBytes(privateKey);
+  }
+
+  /**
+   * The signed transaction's raw bytes and hash: on the native libsecp256k1 binding where it
+   * loads (the same bytes as viem's account signing, in about a third of its CPU), else viem.
+   */
+  async signTransaction(tx: TransactionSerializableEIP1559): Promise<{ raw: Hex; hash: Hex }> {
+    const native = nativeSecp256k1();
+    const raw = native
+      ? serializeTransaction(tx, signDigestNative(native, hexToBytes(keccak256(serializeTransaction(tx))), this.key))
+      : await this.account.signTransaction(tx);
+    return { raw, hash: keccak256(raw) };
   }
 
   /** The next nonce to sign with: a hole first, else the counter (read from the chain once). */
