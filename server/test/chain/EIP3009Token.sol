@@ -93,10 +93,18 @@ contract EIP3009Token {
         require(!_authorizationStates[from][nonce], "FiatTokenV2: authorization is used or canceled");
         bytes32 structHash = keccak256(abi.encode(typeHash, from, to, value, validAfter, validBefore, nonce));
         bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
-        require(_recover(digest, signature) == from, "FiatTokenV2: invalid signature");
+        require(_isValidSignatureNow(from, digest, signature), "FiatTokenV2: invalid signature");
         _authorizationStates[from][nonce] = true;
         emit AuthorizationUsed(from, nonce);
         _transfer(from, to, value);
+    }
+
+    /// FiatToken v2.2's SignatureChecker: ECDSA for an address without code, ERC-1271
+    /// isValidSignature(digest, signature) == 0x1626ba7e for a contract (a smart wallet).
+    function _isValidSignatureNow(address signer, bytes32 digest, bytes memory signature) private view returns (bool) {
+        if (signer.code.length == 0) return _recover(digest, signature) == signer;
+        (bool ok, bytes memory ret) = signer.staticcall(abi.encodeWithSelector(0x1626ba7e, digest, signature));
+        return ok && ret.length >= 32 && abi.decode(ret, (bytes32)) == bytes32(bytes4(0x1626ba7e));
     }
 
     /// FiatToken's ECRecover: 65 bytes, s in the lower half, v 27/28, non-zero signer.
