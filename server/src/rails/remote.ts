@@ -10,7 +10,7 @@ import { checkProof, type Signers } from '../lib/eip3009.js';
 import { ChainGuard, checkChain, type ChainCheck, type ChainGuardOptions } from './chain-guard.js';
 import { ExecutedAuthorizations, authorizationAt, chainSnapshot, judgeUsedBeforeUs, usedAuthorizationOutcome } from './evm-reads.js';
 import { judgeAuthorizationOnChain } from './reconcile.js';
-import { contractCandidate } from './contract-wallets.js';
+import { contractCandidate, hasCode } from './contract-wallets.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 
 export type RemoteFacilitatorOptions = {
@@ -184,7 +184,10 @@ export class RemoteFacilitator implements Facilitator {
     const check = await checkProof(proof, nowSec, this.cfg.signers);
     if (check.ok) return check;
     const wallet = contractCandidate(check, this.cfg.erc6492Factories ?? []);
-    return wallet.ok ? { ok: true, proof: wallet.proof } : wallet;
+    if (!wallet.ok) return wallet;
+    // no code and nothing to deploy: an EOA, whose ECDSA check already failed (the token's rule too)
+    if (!wallet.sig.deploy && !(await hasCode(this.client, proof.authorization.from))) return { ok: false, code: check.code, human: check.human };
+    return { ok: true, proof: wallet.proof };
   }
 
   async verify(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {

@@ -370,8 +370,10 @@ export class OnchainFacilitator implements Facilitator {
     const wallet = contractCandidate(check, this.cfg.erc6492Factories ?? []);
     if (!wallet.ok) return wallet;
     const p = wallet.proof;
-    const deploy = wallet.sig.deploy && !(await hasCode(this.client, p.authorization.from)) ? wallet.sig.deploy : null;
-    return { ok: true, proof: p, transfer: contractTransferCalldata(p, wallet.sig.inner), deploy };
+    const deployed = await hasCode(this.client, p.authorization.from);
+    // no code and nothing to deploy: an EOA, whose ECDSA check already failed (the token's rule too)
+    if (!deployed && !wallet.sig.deploy) return { ok: false, code: check.code, human: check.human };
+    return { ok: true, proof: p, transfer: contractTransferCalldata(p, wallet.sig.inner), deploy: deployed ? null : wallet.sig.deploy };
   }
 
   /** The transaction's gas limit: eth_estimateGas (a simulation that throws the token's revert) plus 25 %, or the fixed limit. */
