@@ -9,6 +9,8 @@ import { ordersOf, settle } from './helpers/agent-protocol.js';
 import { publishedLiveEspresso, publishedMerchant, signPayment } from './helpers/agent.js';
 import { TestApp } from './helpers/harness.js';
 import { startLiveApp } from './helpers/live.js';
+import { startX402Facilitator, X402_FACILITATOR_TOKEN } from './helpers/x402-facilitator.js';
+import type { Server } from 'node:http';
 import { deployWallet, hasCode, installWalletFactories, smartWalletSigner, UNLISTED_FACTORY, WALLET_FACTORY, walletAddress } from './helpers/wallets.js';
 import { MULTICALL3 } from '../src/rails/contract-wallets.js';
 
@@ -23,6 +25,8 @@ let live: Anvil;
 let sepolia: Anvil;
 let app: TestApp;
 let bare: TestApp;
+let remote: TestApp;
+let facilitator: { url: string; server: Server };
 const relayerKeys = [generatePrivateKey(), generatePrivateKey()];
 let liveBase: string;
 let espresso: string;
@@ -32,6 +36,14 @@ beforeAll(async () => {
   await Promise.all([installWalletFactories(live), installWalletFactories(sepolia)]);
   app = await startLiveApp(live, relayerKeys, { SVC_ERC6492_FACTORIES: WALLET_FACTORY, SVC_RPC_URL_BASE_SEPOLIA: sepolia.rpcUrl });
   bare = await TestApp.start();
+  facilitator = await startX402Facilitator(live, { settleDelayMs: 0, seenAuth: [], calls: [] });
+  remote = await TestApp.start({
+    SVC_LIVE_FACILITATOR: 'remote',
+    SVC_FACILITATOR_URL: facilitator.url,
+    SVC_FACILITATOR_AUTH_HEADER: `Authorization: Bearer ${X402_FACILITATOR_TOKEN}`,
+    SVC_RPC_URL_BASE: live.rpcUrl,
+    SVC_ERC6492_FACTORIES: WALLET_FACTORY,
+  });
   const key = await app.key('live');
   const shop = await publishedMerchant(app, {
     key,
@@ -46,6 +58,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.stop();
   await bare?.stop();
+  await remote?.stop();
+  facilitator?.server.close();
   await live?.stop();
   await sepolia?.stop();
 });
@@ -150,6 +164,21 @@ describe('live mode: a smart-contract wallet pays on chain', () => {
     expect(settled).toMatchObject({ success: true, payer: address, transaction: body.fulfillment.reference });
     expect((await live.client.getTransactionReceipt({ hash: settled.transaction as Hex })).status).toBe('success');
     expect(await live.usdcBalance(address)).toBe(before - 750_000n);
+  });
+});
+
+describe('live mode through a remote x402 facilitator', () => {
+  it('GIVEN SVC_LIVE_FACILITATOR=remote (a stock @x402/evm facilitator) WHEN a deployed wallet settles with its long signature THEN the facilitator gets it as sent, settles on chain, USDC moved once, one order', async () => {
+    const { owner, address } = await deployedWallet();
+    const shop = await publishedLiveEspresso(remote, await remote.key('live'));
+    const before = await live.usdcBalance(address);
+    const s = await open(remote, shop.shop.base, 'espresso');
+    const r = await settle(remote, shop.shop.base, s.id, await signPayment(smartWalletSigner(owner, address), s.pr));
+    expect(r.status, r.text).toBe(200);
+    expect((await live.client.getTransactionReceipt({ hash: r.body.fulfillment.reference as Hex })).status).toBe('success');
+    expect(await live.usdcBalance(address)).toBe(before - 750_000n);
+    expect(await live.usdcBalance(shop.payTo)).toBe(750_000n);
+    expect(await ordersOf(remote, s.id)).toHaveLength(1);
   });
 });
 

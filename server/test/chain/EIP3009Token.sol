@@ -1,6 +1,15 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 
+/// r, s and v of a 65-byte signature (the caller checks the length); shared with SmartWallet.sol.
+function splitSignature(bytes memory signature) pure returns (bytes32 r, bytes32 s, uint8 v) {
+    assembly {
+        r := mload(add(signature, 0x20))
+        s := mload(add(signature, 0x40))
+        v := byte(0, mload(add(signature, 0x60)))
+    }
+}
+
 /// Test-only USDC stand-in: ERC-20 + EIP-3009 with FiatToken v2.2's signature rules and revert
 /// reasons. Installed with anvil_setCode at the real USDC address, so it has no constructor
 /// state: the EIP-712 domain separator is computed at call time from chainid and address(this).
@@ -110,14 +119,7 @@ contract EIP3009Token {
     /// FiatToken's ECRecover: 65 bytes, s in the lower half, v 27/28, non-zero signer.
     function _recover(bytes32 digest, bytes memory signature) private pure returns (address) {
         require(signature.length == 65, "ECRecover: invalid signature length");
-        bytes32 r;
-        bytes32 s;
-        uint8 v;
-        assembly {
-            r := mload(add(signature, 0x20))
-            s := mload(add(signature, 0x40))
-            v := byte(0, mload(add(signature, 0x60)))
-        }
+        (bytes32 r, bytes32 s, uint8 v) = splitSignature(signature);
         require(uint256(s) <= HALF_N, "ECRecover: invalid signature 's' value");
         require(v == 27 || v == 28, "ECRecover: invalid signature 'v' value");
         address signer = ecrecover(digest, v, r, s);

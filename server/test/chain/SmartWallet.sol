@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 
+import {splitSignature} from "EIP3009Token.sol";
+
 /// Test-only smart-contract wallet (an ERC-1271 account with one owner key): a signature is
 /// valid when the owner's ECDSA signature of the hash is given either as its 65 bytes or wrapped
 /// as abi.encode(bytes) (a longer signature, as Coinbase Smart Wallet's SignatureWrapper is).
@@ -19,14 +21,7 @@ contract TestSmartWallet {
 
     function _signer(bytes32 hash, bytes memory sig) private pure returns (address) {
         if (sig.length != 65) return address(0);
-        bytes32 r;
-        bytes32 s;
-        uint8 v;
-        assembly {
-            r := mload(add(sig, 0x20))
-            s := mload(add(sig, 0x40))
-            v := byte(0, mload(add(sig, 0x60)))
-        }
+        (bytes32 r, bytes32 s, uint8 v) = splitSignature(sig);
         if (uint256(s) > HALF_N || (v != 27 && v != 28)) return address(0);
         return ecrecover(hash, v, r, s);
     }
