@@ -202,7 +202,9 @@ export const SettleBody = z
           .object({
             scheme: z.string().describe('x402-exact (or x402\'s own name, exact)'),
             authorization: X402Authorization,
-            signature: z.string().describe('0x-prefixed hex'),
+            signature: z
+              .string()
+              .describe("0x-prefixed hex: an EOA's 65-byte ECDSA signature, or a smart-contract wallet's (EIP-1271, ERC-6492-wrapped when undeployed), up to 4096 bytes"),
           })
           .strict(),
         z.object({ mock: z.literal(true) }).strict(),

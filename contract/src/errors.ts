@@ -72,6 +72,11 @@ export const REASON_CODES = {
   PAYMENT_SCHEME_UNSUPPORTED: { status: 402, human: 'The payment scheme is not supported for this rail.' },
   PAYMENT_NETWORK_MISMATCH: { status: 402, human: 'The payment is for another network than the one this merchant settles on.' },
   SIGNER_MISMATCH: { status: 402, human: 'The payment signature does not recover to authorization.from (check the EIP-712 domain name).' },
+  CONTRACT_SIGNATURE_UNVERIFIABLE: {
+    status: 402,
+    human: "authorization.from is a smart-contract wallet's signature (EIP-1271 / ERC-6492) that this test-mode server cannot check: it has no test chain (SVC_RPC_URL_BASE_SEPOLIA); pay from an EOA or use a server with a test chain.",
+  },
+  ERC6492_FACTORY_NOT_ALLOWED: { status: 402, human: "The ERC-6492 signature deploys the wallet through a factory this service does not allow (SVC_ERC6492_FACTORIES)." },
   PAYMENT_RECIPIENT_MISMATCH: { status: 402, human: 'authorization.to is not the merchant\'s payTo address.' },
   PAYMENT_AMOUNT_MISMATCH: { status: 402, human: 'authorization.value is not exactly amountBaseUnits.' },
   PAYMENT_NOT_YET_VALID: { status: 402, human: 'The authorization is not valid yet (validAfter is in the future).' },

@@ -9,6 +9,18 @@ const httpUrl = z
   .url('must be an http(s) URL')
   .regex(/^https?:\/\//i, 'must be an http(s) URL');
 
+/** Comma-separated contract addresses (ERC-6492 wallet factories); an empty value is an empty list. */
+const addressList = z.string().transform((raw, ctx) => {
+  const list = raw.split(',').map((a) => a.trim()).filter((a) => a !== '');
+  for (const [i, a] of list.entries()) {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(a)) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `entry ${i + 1} is not a 0x-prefixed 20-byte hex address` });
+      return z.NEVER;
+    }
+  }
+  return list.map((a) => a.toLowerCase() as `0x${string}`);
+});
+
 /** Comma-separated relayer keys; the message names the bad entry's position, never its text. */
 const relayerKeys = z.string().transform((raw, ctx) => {
   const keys = raw.split(',').map((k) => k.trim());
@@ -93,6 +105,10 @@ const ConfigSchema = z.object({
   SVC_LIVE_FACILITATOR: z.enum(['onchain', 'remote'], { message: 'must be onchain or remote' }).optional(),
   SVC_RPC_URL_BASE: httpUrl.optional(),
   SVC_RELAYER_PRIVATE_KEYS: relayerKeys.optional(),
+  /** Test mode's chain (Base Sepolia): the mock facilitator checks smart-contract wallets' signatures (EIP-1271, ERC-6492) on it; unset = it refuses them. */
+  SVC_RPC_URL_BASE_SEPOLIA: httpUrl.optional(),
+  /** Factories an ERC-6492 signature may deploy an undeployed payer wallet through (both modes); unset = none. */
+  SVC_ERC6492_FACTORIES: addressList.default(''),
   SVC_FACILITATOR_URL: httpUrl.optional(),
   SVC_FACILITATOR_AUTH_HEADER: authHeader.optional(),
   SVC_RELAYER_MIN_BALANCE_WEI: z

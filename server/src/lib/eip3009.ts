@@ -16,8 +16,16 @@ import { nativeSecp256k1, recoverAddressNative } from './secp256k1-native.js';
  */
 export type Authorization = Omit<X402Authorization, 'validAfter' | 'validBefore'> & { validAfter: number; validBefore: number };
 
-/** On success, the canonical authorization and signature: the form USDC accepts on chain. */
-export type AuthorizationCheck = { ok: true; authorization: Authorization; signature: Hex } | { ok: false; code: ReasonCode; human: string };
+/**
+ * On success, the canonical authorization and signature: the form USDC accepts on chain. A
+ * refusal with `contract` passed every check but the signer: the signature is not an ECDSA
+ * signature by `from`, but it may be a smart-contract wallet's (EIP-1271, ERC-6492), which only
+ * the chain can judge (rails/contract-wallets.ts); `contract` is the authorization in canonical
+ * form and the signature as sent (lower-cased).
+ */
+export type AuthorizationCheck =
+  | { ok: true; authorization: Authorization; signature: Hex }
+  | { ok: false; code: ReasonCode; human: string; contract?: { authorization: Authorization; signature: Hex } };
 
 /** secp256k1 group order n, and n/2: USDC (like OpenZeppelin's ECDSA) accepts only s <= n/2. */
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
@@ -48,7 +56,10 @@ export const MIN_VALIDITY_SECONDS = 6;
 
 const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
 const NONCE_RE = /^0x[0-9a-fA-F]{64}$/;
-const SIGNATURE_RE = /^0x[0-9a-fA-F]{130}$/;
+/** The longest payment signature taken: a smart wallet's (a passkey signature, ERC-6492-wrapped with its factory calldata, is under 2 KB). */
+export const MAX_SIGNATURE_BYTES = 4096;
+const SIGNATURE_RE = new RegExp(`^0x(?:[0-9a-fA-F]{2}){65,${MAX_SIGNATURE_BYTES}}$`);
+const ECDSA_SIGNATURE_RE = /^0x[0-9a-fA-F]{130}$/;
 const UINT_RE = /^\d+$/;
 const UINT256_MAX = (1n << 256n) - 1n;
 
@@ -221,7 +232,10 @@ export async function checkAuthorization(input: {
     return fail('PAYMENT_MALFORMED', 'payment.authorization.nonce must be 0x followed by 64 hex characters (32 bytes).');
   }
   if (typeof signature !== 'string' || !SIGNATURE_RE.test(signature)) {
-    return fail('PAYMENT_MALFORMED', 'payment.signature must be 0x followed by 130 hex characters (a 65-byte signature).');
+    return fail(
+      'PAYMENT_MALFORMED',
+      `payment.signature must be 0x-prefixed hex of 65 to ${MAX_SIGNATURE_BYTES} bytes (65: an EOA's ECDSA signature; longer: a smart wallet's).`,
+    );
   }
 
   if (auth.to.toLowerCase() !== payTo.toLowerCase()) {
@@ -240,29 +254,31 @@ export async function checkAuthorization(input: {
     );
   }
 
+  const authorization = { ...auth, from: getAddress(auth.from.toLowerCase()), to: getAddress(auth.to.toLowerCase()), nonce: auth.nonce.toLowerCase() };
+  // Not an EOA's signature by `from`: perhaps a smart wallet's, which the chain judges.
+  const notEcdsa = (code: ReasonCode, human: string): AuthorizationCheck => ({ ok: false, code, human, contract: { authorization, signature: signature.toLowerCase() as Hex } });
+  const domain = `{name: "${CHAINS[chain].domainName}", version: "${CHAINS[chain].domainVersion}"}`;
+  if (!ECDSA_SIGNATURE_RE.test(signature)) {
+    return notEcdsa('SIGNER_MISMATCH', `payment.signature is not a 65-byte ECDSA signature, and authorization.from ${auth.from} is not known as a smart-contract wallet whose signature it is.`);
+  }
   const canonical = canonicalSignature(signature.toLowerCase() as Hex);
   if (!canonical) {
-    return fail('SIGNER_MISMATCH', 'payment.signature has v other than 27/28 (or 0/1) or an s outside the curve order; sign the EIP-712 typed data again.');
+    return notEcdsa('SIGNER_MISMATCH', 'payment.signature has v other than 27/28 (or 0/1) or an s outside the curve order; sign the EIP-712 typed data again.');
   }
 
-  const domain = `{name: "${CHAINS[chain].domainName}", version: "${CHAINS[chain].domainVersion}"}`;
   let signer: Address;
   try {
     signer = await recoverAuthorizationSigner(chain, auth, canonical, input.signers);
   } catch {
-    return fail('SIGNER_MISMATCH', `The signature could not be recovered; sign the EIP-712 domain ${domain} on ${chain}.`);
+    return notEcdsa('SIGNER_MISMATCH', `The signature could not be recovered; sign the EIP-712 domain ${domain} on ${chain}.`);
   }
   if (signer.toLowerCase() !== auth.from.toLowerCase()) {
-    return fail(
+    return notEcdsa(
       'SIGNER_MISMATCH',
       `The signature recovers to ${signer}, not authorization.from ${auth.from}; sign the EIP-712 domain ${domain} on ${chain} with the payer's key.`,
     );
   }
-  return {
-    ok: true,
-    authorization: { ...auth, from: getAddress(auth.from.toLowerCase()), to: getAddress(auth.to.toLowerCase()), nonce: auth.nonce.toLowerCase() },
-    signature: canonical,
-  };
+  return { ok: true, authorization, signature: canonical };
 }
 
 /**
@@ -273,7 +289,7 @@ export async function checkProof(
   proof: { chain: ChainName; payTo: string; amountBaseUnits: string; authorization: Authorization; signature: Hex },
   nowSec: number,
   signers?: Signers,
-): Promise<{ ok: true; proof: typeof proof } | { ok: false; code: ReasonCode; human: string }> {
+): Promise<{ ok: true; proof: typeof proof } | { ok: false; code: ReasonCode; human: string; contract?: typeof proof }> {
   const check = await checkAuthorization({
     chain: proof.chain,
     payTo: proof.payTo,
@@ -283,6 +299,9 @@ export async function checkProof(
     nowSec,
     ...(signers ? { signers } : {}),
   });
-  if (!check.ok) return check;
+  if (!check.ok) {
+    const { contract, ...refusal } = check;
+    return contract ? { ...refusal, contract: { ...proof, ...contract } } : refusal;
+  }
   return { ok: true, proof: { ...proof, authorization: check.authorization, signature: check.signature } };
 }

@@ -81,6 +81,14 @@ export const USDC_ABI = [
       { name: 'nonce', type: 'bytes32', indexed: true },
     ],
   },
+  {
+    // FiatToken v2.2's overload for any signer: an EOA's 65 bytes or a smart wallet's ERC-1271 signature
+    type: 'function',
+    name: 'transferWithAuthorization',
+    stateMutability: 'nonpayable',
+    inputs: [...TRANSFER_WITH_AUTHORIZATION_TYPES.TransferWithAuthorization, { name: 'signature', type: 'bytes' }],
+    outputs: [],
+  },
 ] as const;
 
 const AUTHORIZATION_USED = USDC_ABI[4];

@@ -27,7 +27,9 @@ export type Facilitators = { test: Facilitator; live: Facilitator };
 export type ProcessSlot = { slot: number; of: number };
 
 export function createFacilitators(config: Config, log: Logger, signers?: Signers, processSlot?: ProcessSlot): Facilitators {
-  return { test: new MockFacilitator(signers ? { signers } : {}), live: createLiveFacilitator(config, log, signers, processSlot) };
+  const wallets = { erc6492Factories: config.SVC_ERC6492_FACTORIES };
+  const test = new MockFacilitator({ ...(signers ? { signers } : {}), ...wallets, ...(config.SVC_RPC_URL_BASE_SEPOLIA ? { rpcUrl: config.SVC_RPC_URL_BASE_SEPOLIA } : {}) });
+  return { test, live: createLiveFacilitator(config, log, signers, processSlot) };
 }
 
 /** The relayer keys of one server process (all of them outside a cluster). */
@@ -45,6 +47,7 @@ export function createLiveFacilitator(config: Config, log: Logger, signers?: Sig
       privateKeys: relayerKeysOf(config.SVC_RELAYER_PRIVATE_KEYS, processSlot),
       chain: 'base',
       log: log.child({ facilitator: 'onchain' }),
+      erc6492Factories: config.SVC_ERC6492_FACTORIES,
       ...(signers ? { signers } : {}),
       options: config.SVC_RELAYER_MIN_BALANCE_WEI === undefined ? {} : { minRelayerBalanceWei: config.SVC_RELAYER_MIN_BALANCE_WEI },
     });
@@ -55,6 +58,7 @@ export function createLiveFacilitator(config: Config, log: Logger, signers?: Sig
       authHeader: config.SVC_FACILITATOR_AUTH_HEADER,
       rpcUrl,
       log: log.child({ facilitator: 'remote' }),
+      erc6492Factories: config.SVC_ERC6492_FACTORIES,
       ...(signers ? { signers } : {}),
     });
   }

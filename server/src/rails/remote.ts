@@ -10,6 +10,7 @@ import { checkProof, type Signers } from '../lib/eip3009.js';
 import { ChainGuard, checkChain, type ChainCheck, type ChainGuardOptions } from './chain-guard.js';
 import { ExecutedAuthorizations, authorizationAt, chainSnapshot, judgeUsedBeforeUs, usedAuthorizationOutcome } from './evm-reads.js';
 import { judgeAuthorizationOnChain } from './reconcile.js';
+import { contractCandidate, hasCode } from './contract-wallets.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
 
 export type RemoteFacilitatorOptions = {
@@ -36,6 +37,8 @@ export type RemoteFacilitatorConfig = {
   rpcUrl: string;
   log: Logger;
   chain?: 'base';
+  /** Factories an ERC-6492 signature may deploy the payer's wallet through (SVC_ERC6492_FACTORIES, lower-case); none when absent. */
+  erc6492Factories?: readonly string[];
   options?: RemoteFacilitatorOptions;
 };
 
@@ -169,12 +172,22 @@ export class RemoteFacilitator implements Facilitator {
     });
   }
 
-  /** Shared off-chain checks; the canonical proof, or the refusal. */
+  /**
+   * Shared off-chain checks; the canonical proof, or the refusal. A smart wallet's signature
+   * (ERC-1271, ERC-6492 through an allowed factory) goes to the facilitator as sent: its /verify
+   * simulates the token's bytes overload, and its /settle deploys a counterfactual wallet first.
+   */
   private async precheck(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {
     if (proof.chain !== this.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.chain}.` };
     }
-    return checkProof(proof, nowSec, this.cfg.signers);
+    const check = await checkProof(proof, nowSec, this.cfg.signers);
+    if (check.ok) return check;
+    const wallet = contractCandidate(check, this.cfg.erc6492Factories ?? []);
+    if (!wallet.ok) return wallet;
+    // no code and nothing to deploy: an EOA, whose ECDSA check already failed (the token's rule too)
+    if (!wallet.sig.deploy && !(await hasCode(this.client, proof.authorization.from))) return { ok: false, code: check.code, human: check.human };
+    return { ok: true, proof: wallet.proof };
   }
 
   async verify(proof: PaymentProof, nowSec: number): Promise<VerifyResult> {

@@ -1,6 +1,15 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 
+/// r, s and v of a 65-byte signature (the caller checks the length); shared with SmartWallet.sol.
+function splitSignature(bytes memory signature) pure returns (bytes32 r, bytes32 s, uint8 v) {
+    assembly {
+        r := mload(add(signature, 0x20))
+        s := mload(add(signature, 0x40))
+        v := byte(0, mload(add(signature, 0x60)))
+    }
+}
+
 /// Test-only USDC stand-in: ERC-20 + EIP-3009 with FiatToken v2.2's signature rules and revert
 /// reasons. Installed with anvil_setCode at the real USDC address, so it has no constructor
 /// state: the EIP-712 domain separator is computed at call time from chainid and address(this).
@@ -93,23 +102,24 @@ contract EIP3009Token {
         require(!_authorizationStates[from][nonce], "FiatTokenV2: authorization is used or canceled");
         bytes32 structHash = keccak256(abi.encode(typeHash, from, to, value, validAfter, validBefore, nonce));
         bytes32 digest = keccak256(abi.encodePacked("\x19\x01", DOMAIN_SEPARATOR(), structHash));
-        require(_recover(digest, signature) == from, "FiatTokenV2: invalid signature");
+        require(_isValidSignatureNow(from, digest, signature), "FiatTokenV2: invalid signature");
         _authorizationStates[from][nonce] = true;
         emit AuthorizationUsed(from, nonce);
         _transfer(from, to, value);
     }
 
+    /// FiatToken v2.2's SignatureChecker: ECDSA for an address without code, ERC-1271
+    /// isValidSignature(digest, signature) == 0x1626ba7e for a contract (a smart wallet).
+    function _isValidSignatureNow(address signer, bytes32 digest, bytes memory signature) private view returns (bool) {
+        if (signer.code.length == 0) return _recover(digest, signature) == signer;
+        (bool ok, bytes memory ret) = signer.staticcall(abi.encodeWithSelector(0x1626ba7e, digest, signature));
+        return ok && ret.length >= 32 && abi.decode(ret, (bytes32)) == bytes32(bytes4(0x1626ba7e));
+    }
+
     /// FiatToken's ECRecover: 65 bytes, s in the lower half, v 27/28, non-zero signer.
     function _recover(bytes32 digest, bytes memory signature) private pure returns (address) {
         require(signature.length == 65, "ECRecover: invalid signature length");
-        bytes32 r;
-        bytes32 s;
-        uint8 v;
-        assembly {
-            r := mload(add(signature, 0x20))
-            s := mload(add(signature, 0x40))
-            v := byte(0, mload(add(signature, 0x60)))
-        }
+        (bytes32 r, bytes32 s, uint8 v) = splitSignature(signature);
         require(uint256(s) <= HALF_N, "ECRecover: invalid signature 's' value");
         require(v == 27 || v == 28, "ECRecover: invalid signature 'v' value");
         address signer = ecrecover(digest, v, r, s);

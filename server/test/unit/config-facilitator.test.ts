@@ -31,6 +31,12 @@ describe('live facilitator configuration', () => {
     expect(loadConfig({ ...base, SVC_FACILITATOR_AUTH_HEADER: 'Bearer abc' }).SVC_FACILITATOR_AUTH_HEADER).toEqual({ name: 'Authorization', value: 'Bearer abc' });
   });
 
+  it('smart-contract wallets: SVC_ERC6492_FACTORIES is a lower-cased address list (unset: none), SVC_RPC_URL_BASE_SEPOLIA an http(s) URL', () => {
+    expect(loadConfig({}).SVC_ERC6492_FACTORIES).toEqual([]);
+    expect(loadConfig({ SVC_ERC6492_FACTORIES: ' 0x0BA5ED0c6AA8c49038F819E587E2633c4A9F428a , ' }).SVC_ERC6492_FACTORIES).toEqual(['0x0ba5ed0c6aa8c49038f819e587e2633c4a9f428a']);
+    expect(loadConfig({ SVC_RPC_URL_BASE_SEPOLIA: 'https://sepolia.base.org' }).SVC_RPC_URL_BASE_SEPOLIA).toBe('https://sepolia.base.org');
+  });
+
   it('each bad value is one line naming the variable, never echoing a key', () => {
     const cases: [Record<string, string>, string][] = [
       [{ SVC_LIVE_FACILITATOR: 'stripe' }, 'invalid configuration: SVC_LIVE_FACILITATOR must be onchain or remote'],
@@ -48,6 +54,8 @@ describe('live facilitator configuration', () => {
       [{ SVC_RELAYER_PRIVATE_KEYS: `${KEY1},${KEY1.toUpperCase().replace('0X', '0x')}` }, 'invalid configuration: SVC_RELAYER_PRIVATE_KEYS lists the same key twice'],
       [{ SVC_RELAYER_MIN_BALANCE_WEI: '1.5' }, 'invalid configuration: SVC_RELAYER_MIN_BALANCE_WEI must be a non-negative integer number of wei'],
       [{ SVC_FACILITATOR_AUTH_HEADER: 'X-Key: a\nb' }, 'invalid configuration: SVC_FACILITATOR_AUTH_HEADER must be one line'],
+      [{ SVC_ERC6492_FACTORIES: '0x0000000000000000000000000000000000000abc,0x12' }, 'invalid configuration: SVC_ERC6492_FACTORIES entry 2 is not a 0x-prefixed 20-byte hex address'],
+      [{ SVC_RPC_URL_BASE_SEPOLIA: 'ws://node:8546' }, 'invalid configuration: SVC_RPC_URL_BASE_SEPOLIA must be an http(s) URL'],
     ];
     for (const [env, message] of cases) {
       const m = failure(env);

@@ -240,9 +240,15 @@ describe('checkAuthorization', () => {
   it('GIVEN a malformed signature THEN PAYMENT_MALFORMED', async () => {
     const a = auth();
     const sig = await sign(a);
-    for (const bad of [sig.slice(0, -2), `${sig}00`, sig.slice(2), `0x${'g'.repeat(130)}`, '']) {
+    for (const bad of [sig.slice(0, -2), sig.slice(2), `0x${'g'.repeat(130)}`, `0x${'ab'.repeat(4097)}`, '']) {
       expect(await check(a, bad)).toMatchObject({ ok: false, code: 'PAYMENT_MALFORMED' });
     }
+  });
+
+  it('GIVEN a longer signature (a smart wallet\'s, EIP-1271) THEN not malformed: SIGNER_MISMATCH off-chain, handed to the chain as a contract candidate', async () => {
+    const a = auth();
+    const long = `${await sign(a)}00`;
+    expect(await check(a, long)).toMatchObject({ ok: false, code: 'SIGNER_MISMATCH', contract: { signature: long.toLowerCase() } });
   });
 
   it('GIVEN malformed addresses, value or window THEN PAYMENT_MALFORMED before any other check', async () => {

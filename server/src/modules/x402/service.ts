@@ -12,6 +12,7 @@ import { findCatalogItem } from '../catalog/index.js';
 import { agentRails, assertPayable, createCheckout, findSession, findSessionByAgentKey } from '../checkout/index.js';
 import { settleSession, type SettleMerchantRef, type SettlePayment, type SettleResult } from '../settlement/index.js';
 import { checkProof } from '../../lib/eip3009.js';
+import { facilitatorFor } from '../../rails/index.js';
 import type { MerchantRow } from '../merchants/index.js';
 import { activePolicy } from '../policy/index.js';
 import { payerAgentId } from './agent-id.js';
@@ -203,12 +204,12 @@ export async function buyItems(ctx: Ctx, m: MerchantRow, input: X402Transport & 
   if (!sameItem || prior!.settlePaymentHash !== paymentHash) {
     // The payer anchors the agent id, so it is proven (signer recovery) before anything is
     // written: a forged `from` cannot open sessions or cost anyone reputation.
-    const checked = await checkProof(
-      { chain: due.chain, payTo: due.payTo, amountBaseUnits: due.amountBaseUnits, authorization: payment.authorization, signature: payment.signature as Hex },
-      unixSeconds(ctx.services.now()),
-      ctx.services.signers,
-    );
-    if (!checked.ok) return refusal402(due, checked.code, checked.human, prior?.id);
+    const proof = { chain: due.chain, payTo: due.payTo, amountBaseUnits: due.amountBaseUnits, authorization: payment.authorization, signature: payment.signature as Hex };
+    const nowSec = unixSeconds(ctx.services.now());
+    const checked = await checkProof(proof, nowSec, ctx.services.signers);
+    // A smart wallet's signature (EIP-1271 / ERC-6492) proves the payer only on chain: the facilitator's check.
+    const proven = checked.ok || !checked.contract ? checked : await facilitatorFor(ctx.services.facilitators, m.livemode).verify(proof, nowSec);
+    if (!proven.ok) return refusal402(due, proven.code, proven.human, prior?.id);
   }
 
   const created = await createCheckout(

@@ -41,11 +41,13 @@ import type {
   FacilitatorHealth,
   PaymentProof,
   ReconcileInput,
+  Refusal,
   SettleOptions,
   SettleOutcome,
   VerifyResult,
 } from '../types.js';
 import { pickRelayer, Relayer } from './relayer.js';
+import { contractCandidate, contractTransaction, contractTransferCalldata, hasCode, simulateDeployAndTransfer, type WalletDeployment } from '../contract-wallets.js';
 
 export type OnchainFacilitatorOptions = {
   /** A broadcast not mined after this long is replaced with bumped fees (same nonce). Default 2500 (one Base block plus margin, so a stuck nonce recovers within 5 s). */
@@ -82,6 +84,8 @@ export type OnchainFacilitatorConfig = {
   privateKeys: Hex[];
   chain: 'base';
   log: Logger;
+  /** Factories an ERC-6492 signature may deploy the payer's wallet through (SVC_ERC6492_FACTORIES, lower-case); none when absent. */
+  erc6492Factories?: readonly string[];
   options?: OnchainFacilitatorOptions;
 };
 
@@ -92,6 +96,8 @@ type Flight = {
   proof: PaymentProof;
   relayer: Relayer;
   nonce: number;
+  /** The token, or Multicall3 when the transaction deploys the payer's wallet first (ERC-6492). */
+  to: Address;
   data: Hex;
   gas: bigint;
   fees: Fees;
@@ -178,13 +184,19 @@ export class OnchainFacilitator implements Facilitator {
     if (proof.chain !== this.cfg.chain) {
       return { ok: false, code: 'PAYMENT_SCHEME_UNSUPPORTED', human: `This live facilitator settles only on ${this.cfg.chain}.` };
     }
-    const check = await checkProof(proof, nowSec, this.cfg.signers);
+    const check = await this.checked(proof, nowSec);
     if (!check.ok) return check;
     const p: PaymentProof = check.proof;
+    if (check.deploy) {
+      // An undeployed wallet (ERC-6492): its deployment and the transfer simulated together.
+      const refusal = await simulateDeployAndTransfer(this.client, this.relayers[0]!.address, this.token, check.transfer, check.deploy);
+      return refusal ?? { ok: true, proof: p };
+    }
     // One chain read when it passes: the transfer's simulation (estimate()) gives its gas limit.
     // The token checks, in its own order, the validity window, the authorization's state, the
-    // signature and the balance, and its revert reason maps to the same codes the broadcast would meet.
-    const data = transferCalldata(p);
+    // signature (ECDSA, or a smart wallet's ERC-1271) and the balance, and its revert reason maps
+    // to the same codes the broadcast would meet.
+    const data = check.transfer;
     try {
       const gas = await this.estimate(data);
       this.remember(data, gas);
@@ -218,21 +230,22 @@ export class OnchainFacilitator implements Facilitator {
     // The off-chain checks again (the proof may have aged; it comes back canonical), but not
     // verify's chain reads: the gas estimate below is the simulation on chain, and a used nonce,
     // a short balance or a bad signature reverts it with the same codes.
-    const check = await checkProof(proof, opts.nowSec, this.cfg.signers);
+    const check = await this.checked(proof, opts.nowSec);
     if (!check.ok) return { status: 'failed', code: check.code, human: check.human };
     const p = check.proof;
     // verify() found this authorization already carried on chain as signed: nothing to send
     const carried = this.executed.take(p);
     if (carried) return { status: 'settled', reference: carried };
     const relayer = pickRelayer(this.relayers, this.turn++);
-    const data = transferCalldata(p);
+    // an undeployed wallet is deployed in the same transaction, before the transfer (Multicall3)
+    const { to, data } = contractTransaction(this.token, check.transfer, check.deploy);
     let gas: bigint;
     try {
       // A simulation by verify() moments ago stands (the same calldata, so the same authorization);
       // otherwise the estimate below is the pre-broadcast simulation.
       const recent = this.estimates.get(data);
       this.estimates.delete(data);
-      gas = recent && Date.now() - recent.at < ESTIMATE_REUSE_MS ? recent.gas : await this.estimate(data);
+      gas = recent && Date.now() - recent.at < ESTIMATE_REUSE_MS ? recent.gas : await this.estimate(data, to);
     } catch (err) {
       if (isRpcUnavailable(err)) throw rpcUnavailable();
       const reason = revertReason(err);
@@ -248,6 +261,7 @@ export class OnchainFacilitator implements Facilitator {
       proof: p,
       relayer,
       nonce: -1,
+      to,
       data,
       gas,
       fees,
@@ -352,28 +366,46 @@ export class OnchainFacilitator implements Facilitator {
   }
 
   /**
+   * The off-chain checks, and for a signature that is not `from`'s ECDSA one, a smart wallet's
+   * (rails/contract-wallets.ts): the ERC-6492 factory allowlisted, its deployment kept only while
+   * the wallet has no code. `transfer` is the token's calldata (the v, r, s overload for an EOA,
+   * the bytes overload for a smart wallet).
+   */
+  private async checked(proof: PaymentProof, nowSec: number): Promise<{ ok: true; proof: PaymentProof; transfer: Hex; deploy: WalletDeployment | null } | Refusal> {
+    const check = await checkProof(proof, nowSec, this.cfg.signers);
+    if (check.ok) return { ok: true, proof: check.proof, transfer: transferCalldata(check.proof), deploy: null };
+    const wallet = contractCandidate(check, this.cfg.erc6492Factories ?? []);
+    if (!wallet.ok) return wallet;
+    const p = wallet.proof;
+    const deployed = await hasCode(this.client, p.authorization.from);
+    // no code and nothing to deploy: an EOA, whose ECDSA check already failed (the token's rule too)
+    if (!deployed && !wallet.sig.deploy) return { ok: false, code: check.code, human: check.human };
+    return { ok: true, proof: p, transfer: contractTransferCalldata(p, wallet.sig.inner), deploy: deployed ? null : wallet.sig.deploy };
+  }
+
+  /**
    * The transfer's gas limit, from a simulation that throws the token's revert: the fixed limit;
    * else the standard limit when an eth_call capped at it passes (one execution on the node,
    * where eth_estimateGas runs the transfer several times: 16 of them took anvil 36-128 ms, 16
    * capped calls 4-19 ms); else eth_estimateGas plus 25 %, which also says why a refused one
    * reverts.
    */
-  private async estimate(data: Hex): Promise<bigint> {
+  private async estimate(data: Hex, to: Address = this.token): Promise<bigint> {
     const from = this.relayers[0]!.address;
     if (this.opts.gasLimit) {
       // a fixed limit skips the estimate, not the simulation
-      await this.client.call({ account: from, to: this.token, data });
+      await this.client.call({ account: from, to, data });
       return this.opts.gasLimit;
     }
     // The raw calls: viem's call and estimateGas actions prepare a whole transaction request around them.
     try {
       // not retried: any failure goes on to the estimate (which the transport retries once)
-      await this.client.request({ method: 'eth_call', params: [{ from, to: this.token, data, gas: toHex(this.opts.standardGas) }, 'latest'] }, { retryCount: 0 });
+      await this.client.request({ method: 'eth_call', params: [{ from, to, data, gas: toHex(this.opts.standardGas) }, 'latest'] }, { retryCount: 0 });
       return this.opts.standardGas;
     } catch {
       // refused under the standard limit: a revert, a heavier transfer, or the node did not answer
     }
-    const gas = await this.client.request({ method: 'eth_estimateGas', params: [{ from, to: this.token, data }] });
+    const gas = await this.client.request({ method: 'eth_estimateGas', params: [{ from, to, data }] });
     return (BigInt(gas) * 125n) / 100n;
   }
 
@@ -409,7 +441,7 @@ export class OnchainFacilitator implements Facilitator {
   }
 
   private sign(f: Flight, nonce: number, fees: Fees): Promise<{ hash: Hex; raw: Hex }> {
-    return f.relayer.signTransaction({ type: 'eip1559', chainId: this.chainId, nonce, to: this.token, data: f.data, gas: f.gas, value: 0n, ...fees });
+    return f.relayer.signTransaction({ type: 'eip1559', chainId: this.chainId, nonce, to: f.to, data: f.data, gas: f.gas, value: 0n, ...fees });
   }
 
   /**
