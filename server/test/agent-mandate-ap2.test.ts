@@ -124,7 +124,7 @@ describe('AP2 mandates', () => {
     const [order] = await ordersOf(app, s.id);
     expect(order).toMatchObject({ decision: 'accept', trust_tier: 'trusted', mandate_type: 'ap2', mandate_ref: expect.stringMatching(/^ap2:[A-Za-z0-9_-]{43}$/) });
     const { claims } = await verifyReceipt(app, shop.base, res.body.receipt);
-    expect(claims).toMatchObject({ mandateType: 'ap2', mandateRef: order.mandate_ref });
+    expect(claims).toMatchObject({ mandateType: 'ap2', mandateRef: order!.mandate_ref });
     expect((await poll(app, shop.base, s.id)).body.verdict).toMatchObject({ decision: 'accept', tier: 'trusted' });
   });
 
@@ -187,7 +187,7 @@ describe('AP2 mandates', () => {
         ['MANDATE_MALFORMED', { type: 'ap2', token: 'not-an-sd-jwt' }],
         ['MANDATE_MALFORMED', { type: 'ap2' }],
         ['MANDATE_MALFORMED', { type: 'ap2', token: await issuer.issue({ vct: 'mandate.unknown.1' }) }],
-        ['MANDATE_ISSUER_UNKNOWN', { type: 'ap2', token: await (async () => { const t = await other.issue({ vct: 'mandate.checkout.1' }); return t; })() }],
+        ['MANDATE_ISSUER_UNKNOWN', { type: 'ap2', token: await other.issue({ vct: 'mandate.checkout.1' }) }],
         ['MANDATE_INVALID_SIGNATURE', { type: 'ap2', token: [[h, forgedPayload, sig].join('.'), ...valid.split('~').slice(1)].join('~') }],
         ['MANDATE_EXPIRED', { type: 'ap2', token: await closedCheckout(shop.merchant.id, [['coffee', 2, 450]], 900, { exp: Math.floor(Date.now() / 1000) - 60 }) }],
         ['MANDATE_DISCLOSURE_INVALID', { type: 'ap2', token: tamperDisclosure(valid, 1, 'eyJhbGciOiJFUzI1NiJ9.e30.x') }],
