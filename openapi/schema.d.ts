@@ -5956,6 +5956,7 @@ export interface operations {
                      *             }
                      *           },
                      *           "slug": "acme-coffee",
+                     *           "trusted_ap2_issuers": [],
                      *           "trusted_svc_jwks_url": null,
                      *           "updated_at": "2026-11-21T10:00:00.000Z"
                      *         }
@@ -6145,6 +6146,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "slug": "acme-coffee",
+                     *       "trusted_ap2_issuers": [],
                      *       "trusted_svc_jwks_url": null,
                      *       "updated_at": "2026-11-21T10:00:00.000Z"
                      *     }
@@ -6524,6 +6526,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "slug": "acme-coffee",
+                     *       "trusted_ap2_issuers": [],
                      *       "trusted_svc_jwks_url": null,
                      *       "updated_at": "2026-11-21T10:05:00.000Z"
                      *     }

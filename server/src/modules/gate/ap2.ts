@@ -74,6 +74,12 @@ function namesMerchant(m: unknown, c: Ap2Checkout): boolean {
 }
 const merchantNamed = (c: Ap2Checkout) => (c.merchantDomain ? `${c.merchantId} (${c.merchantDomain})` : `${c.merchantId} (its domain is not verified)`);
 
+/** An allow-list constraint (`payment.allowed_payees`, `checkout.allowed_merchants`): it must list this merchant. */
+function allowsMerchant(k: Record<string, unknown>, c: Ap2Checkout): Ap2Failure | null {
+  if (Array.isArray(k.allowed) && k.allowed.some((m) => namesMerchant(m, c))) return null;
+  return fail('MANDATE_MERCHANT_MISMATCH', `The AP2 mandate's ${String(k.type)} does not list ${merchantNamed(c)}.`);
+}
+
 /** The cart total in the currency's minor units (AP2 amounts are integers in ISO 4217 minor units). */
 const totalMinor = (c: Ap2Checkout) => BigInt(toBaseUnits(c.total, currencyScale(c.currency)).baseUnits);
 const minorOf = (v: unknown): bigint | null => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? BigInt(v) : null);
@@ -99,10 +105,7 @@ function checkPaymentConstraint(k: Record<string, unknown>, c: Ap2Checkout): Ap2
   const total = totalMinor(c);
   switch (k.type) {
     case 'payment.allowed_payees':
-      if (!Array.isArray(k.allowed) || !k.allowed.some((m) => namesMerchant(m, c))) {
-        return fail('MANDATE_MERCHANT_MISMATCH', `The AP2 mandate's payment.allowed_payees does not list ${merchantNamed(c)}.`);
-      }
-      return null;
+      return allowsMerchant(k, c);
     case 'payment.amount_range': {
       const max = minorOf(k.max);
       const min = k.min === undefined ? 0n : minorOf(k.min);
@@ -141,10 +144,7 @@ function checkPaymentConstraint(k: Record<string, unknown>, c: Ap2Checkout): Ap2
 function checkCheckoutConstraint(k: Record<string, unknown>, c: Ap2Checkout): Ap2Failure | null {
   switch (k.type) {
     case 'checkout.allowed_merchants':
-      if (!Array.isArray(k.allowed) || !k.allowed.some((m) => namesMerchant(m, c))) {
-        return fail('MANDATE_MERCHANT_MISMATCH', `The AP2 mandate's checkout.allowed_merchants does not list ${merchantNamed(c)}.`);
-      }
-      return null;
+      return allowsMerchant(k, c);
     case 'checkout.line_items': {
       if (!Array.isArray(k.items) || k.items.length === 0) return fail('MANDATE_MALFORMED', 'checkout.line_items needs a non-empty items array.');
       for (const line of c.lines) {
