@@ -1387,7 +1387,7 @@ export interface components {
             /** @description One line for humans; never parse it. */
             error_human: string;
             /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CONTRACT_SIGNATURE_UNVERIFIABLE" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "ERC6492_FACTORY_NOT_ALLOWED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "METHOD_NOT_ALLOWED" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "ORDER_NOT_REFUNDABLE" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REFUND_AUTHORIZATION_EXPIRED" | "REFUND_EXCEEDS_REMAINING" | "REFUND_NOT_AUTHORIZABLE" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
+            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CONTRACT_SIGNATURE_UNVERIFIABLE" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "ERC6492_FACTORY_NOT_ALLOWED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_AMOUNT_OUT_OF_RANGE" | "MANDATE_BUDGET_EXCEEDED" | "MANDATE_CART_MISMATCH" | "MANDATE_CONSTRAINT_UNSUPPORTED" | "MANDATE_CURRENCY_MISMATCH" | "MANDATE_DISCLOSURE_INVALID" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_ISSUER_UNKNOWN" | "MANDATE_KEY_BINDING_INVALID" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "METHOD_NOT_ALLOWED" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "ORDER_NOT_REFUNDABLE" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REFUND_AUTHORIZATION_EXPIRED" | "REFUND_EXCEEDS_REMAINING" | "REFUND_NOT_AUTHORIZABLE" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
         };
         Jwks: {
             keys: components["schemas"]["PublicJwk"][];
@@ -1504,6 +1504,8 @@ export interface components {
             };
             /** @description Belongs to the project: its test and live merchants may share it, no other project may use it. */
             slug: string;
+            /** @description JWKS URLs of the AP2 mandate issuers (trusted surfaces, credential providers) this merchant trusts. */
+            trusted_ap2_issuers: string[];
             trusted_svc_jwks_url: string | null;
             /** @description ISO 8601 UTC timestamp */
             updated_at: string;
@@ -5954,6 +5956,7 @@ export interface operations {
                      *             }
                      *           },
                      *           "slug": "acme-coffee",
+                     *           "trusted_ap2_issuers": [],
                      *           "trusted_svc_jwks_url": null,
                      *           "updated_at": "2026-11-21T10:00:00.000Z"
                      *         }
@@ -6082,6 +6085,8 @@ export interface operations {
                     rails?: ("x402" | "card" | "mock")[];
                     receiving: components["schemas"]["ReceivingConfig"];
                     slug: string;
+                    /** @description JWKS URLs of the AP2 mandate issuers this merchant trusts (docs/decisions.md "AP2 mandates"); [] accepts no ap2 mandate. */
+                    trusted_ap2_issuers?: string[];
                     /** Format: uri */
                     trusted_svc_jwks_url?: string | null;
                 };
@@ -6141,6 +6146,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "slug": "acme-coffee",
+                     *       "trusted_ap2_issuers": [],
                      *       "trusted_svc_jwks_url": null,
                      *       "updated_at": "2026-11-21T10:00:00.000Z"
                      *     }
@@ -6358,6 +6364,8 @@ export interface operations {
                     name?: string;
                     rails?: ("x402" | "card" | "mock")[];
                     receiving?: components["schemas"]["ReceivingConfig"];
+                    /** @description JWKS URLs of the AP2 mandate issuers this merchant trusts (docs/decisions.md "AP2 mandates"); [] accepts no ap2 mandate. */
+                    trusted_ap2_issuers?: string[];
                     /** Format: uri */
                     trusted_svc_jwks_url?: string | null;
                 };
@@ -6518,6 +6526,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "slug": "acme-coffee",
+                     *       "trusted_ap2_issuers": [],
                      *       "trusted_svc_jwks_url": null,
                      *       "updated_at": "2026-11-21T10:05:00.000Z"
                      *     }

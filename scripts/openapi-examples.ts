@@ -18,6 +18,7 @@ const MERCHANT = {
   receipt_kid: 'mrch_01jz0c8q4m6w3v9r2t5y7x1k0a-receipts-v1',
   receipt_pub_jwk: { kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'mrch_01jz0c8q4m6w3v9r2t5y7x1k0a-receipts-v1', alg: 'EdDSA', use: 'sig' },
   trusted_svc_jwks_url: null,
+  trusted_ap2_issuers: [],
   livemode: false,
   is_default: true,
   created_at: '2026-11-21T10:00:00.000Z',

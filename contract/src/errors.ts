@@ -94,8 +94,16 @@ export const REASON_CODES = {
   MANDATE_MERCHANT_MISMATCH: { status: 403, human: 'The mandate was issued for another merchant.' },
   MANDATE_AGENT_MISMATCH: { status: 403, human: 'The mandate was issued for another agent (agent_id differs from the session).' },
   MANDATE_REPLAY: { status: 403, human: 'The mandate subject was already used.' },
-  MANDATE_TYPE_UNSUPPORTED: { status: 403, human: 'This mandate type is accepted on the wire but not verified yet.' },
+  MANDATE_TYPE_UNSUPPORTED: { status: 403, human: 'This mandate type cannot be verified here (acp: ACP has no crypto payment handler yet); send svc, ap2 or none.' },
   MANDATE_ISSUER_UNAVAILABLE: { status: 403, human: 'The trusted mandate issuer keys could not be fetched.' },
+  MANDATE_ISSUER_UNKNOWN: { status: 403, human: 'The AP2 mandate is signed by a key none of the merchant\'s trusted_ap2_issuers publishes.' },
+  MANDATE_DISCLOSURE_INVALID: { status: 403, human: 'An AP2 mandate disclosure does not match a digest the issuer signed.' },
+  MANDATE_KEY_BINDING_INVALID: { status: 403, human: 'The AP2 key-binding JWT is missing, stale, not for this merchant and session, or not signed by the cnf key.' },
+  MANDATE_CURRENCY_MISMATCH: { status: 403, human: 'The AP2 mandate is in another currency than the cart.' },
+  MANDATE_AMOUNT_OUT_OF_RANGE: { status: 403, human: 'The cart total is not the AP2 mandate\'s payment amount or is outside its amount range.' },
+  MANDATE_BUDGET_EXCEEDED: { status: 403, human: 'The cart total exceeds the AP2 mandate\'s budget.' },
+  MANDATE_CART_MISMATCH: { status: 403, human: 'The cart (items, quantities or total) is not the one the AP2 checkout mandate approved.' },
+  MANDATE_CONSTRAINT_UNSUPPORTED: { status: 403, human: 'The AP2 mandate carries a constraint this gate cannot evaluate, so it cannot be honoured.' },
 
   // policy verdict
   MANDATE_REQUIRED: { status: 403, human: 'A mandate is required for this amount.' },

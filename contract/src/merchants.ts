@@ -60,6 +60,12 @@ const Rails = z
   .min(1)
   .refine((r) => new Set(r).size === r.length, 'must not repeat a rail');
 const JwksUrl = z.string().url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
+/** At most 5 issuers: each may be fetched while a mandate is checked. */
+const Ap2Issuers = z
+  .array(JwksUrl)
+  .max(5)
+  .refine((urls) => new Set(urls).size === urls.length, 'must list each URL at most once')
+  .describe('JWKS URLs of the AP2 mandate issuers this merchant trusts (docs/decisions.md "AP2 mandates"); [] accepts no ap2 mandate.');
 
 export const PublicJwk = z.object({
   kty: z.literal('OKP'),
@@ -109,6 +115,7 @@ export const Merchant = z.object({
   receipt_kid: z.string(),
   receipt_pub_jwk: PublicJwk,
   trusted_svc_jwks_url: z.string().nullable(),
+  trusted_ap2_issuers: z.array(z.string()).describe('JWKS URLs of the AP2 mandate issuers (trusted surfaces, credential providers) this merchant trusts.'),
   livemode: z.boolean(),
   is_default: z.boolean().describe('The first merchant of a project in a mode is its default.'),
   created_at: IsoTimestamp,
@@ -124,6 +131,7 @@ export const CreateMerchantBody = z
     receiving: ReceivingInput,
     rails: Rails.optional().describe('Default ["x402","mock"] (["x402"] on live merchants).'),
     trusted_svc_jwks_url: JwksUrl.nullable().optional(),
+    trusted_ap2_issuers: Ap2Issuers.optional(),
   })
   .strict();
 export type CreateMerchantBody = z.infer<typeof CreateMerchantBody>;
@@ -135,6 +143,7 @@ export const UpdateMerchantBody = z
     receiving: ReceivingInput.optional(),
     rails: Rails.optional(),
     trusted_svc_jwks_url: JwksUrl.nullable().optional(),
+    trusted_ap2_issuers: Ap2Issuers.optional(),
   })
   .strict();
 export type UpdateMerchantBody = z.infer<typeof UpdateMerchantBody>;

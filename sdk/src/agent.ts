@@ -27,7 +27,9 @@ import {
 } from './http.js';
 import { fetchJwks, ReceiptVerificationError, verifyReceipt, type ReceiptClaims } from './receipt.js';
 import { unwrap, type RouteBody, type SuccessBody } from './types.js';
+import { presentAp2Mandate, type Ap2Holder } from './ap2.js';
 
+export { presentAp2Mandate, type Ap2Holder } from './ap2.js';
 export { verifyReceipt, ReceiptVerificationError, ReceiptClaims, RECEIPT_ISSUER, RECEIPT_TYP } from './receipt.js';
 export * from './errors.js';
 export type { RequestOptions, FetchLike } from './http.js';
@@ -396,6 +398,15 @@ export class MerchantHandle {
     if (res.status === 402 && status === 'payment_invalid') return { ...(res.body as Omit<PaymentInvalidOutcome, 'session_id'>), session_id: sessionId };
     if (res.status === 403 && status === 'rejected') return { ...(res.body as Omit<RejectedOutcome, 'session_id'>), session_id: sessionId };
     throw SvcApiError.fromResponse(res.status, res.body, res.headers);
+  }
+
+  /**
+   * An AP2 mandate for this merchant (an SD-JWT credential from a trusted issuer; with `holder`,
+   * the agent key the credential binds, a key-binding JWT for audience this merchant and a fresh
+   * nonce): pass it as `buy(items, { mandate })` or `checkout(items, { mandate })`.
+   */
+  async ap2Mandate(credential: string, holder?: Ap2Holder): Promise<NonNullable<CheckoutOptions['mandate']>> {
+    return presentAp2Mandate(credential, { audience: this.merchantId, holder });
   }
 
   /** checkout + pay in one call. */

@@ -47,7 +47,7 @@ describe('manifest by path', () => {
       mcp_url: `${prefix}/mcp`,
       rails: ['x402', 'mock'],
       pay_to: { x402: { chain: 'base-sepolia', address: TEST_PAY_TO, asset: 'USDC' }, mock: { account: 'acct_test' } },
-      mandate: { accepted: ['svc', 'ap2', 'acp', 'none'], preferred: 'svc' },
+      mandate: { accepted: ['svc', 'ap2', 'none'], preferred: 'svc' },
       policy_summary: { require_mandate_over_usd: 50, max_per_transaction_usd: 250, min_reputation_tier: 'trusted' },
       paid_resources: expect.arrayContaining([
         { sku: 'coffee', name: 'Item coffee', url: `${prefix}/x402/coffee`, price: { amount: '4.50', currency: 'USD' } },

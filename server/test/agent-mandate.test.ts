@@ -112,7 +112,7 @@ describe('svc mandates', () => {
         ['MANDATE_INVALID_SIGNATURE', { type: 'svc', token: await other.sign(claimsFor(agent)) }],
         ['MANDATE_MALFORMED', { type: 'svc', token: 'not.a.jws' }],
         ['MANDATE_MALFORMED', { type: 'svc' }],
-        ['MANDATE_TYPE_UNSUPPORTED', { type: 'ap2', raw: { anything: true } }],
+        ['MANDATE_MALFORMED', { type: 'ap2', raw: { anything: true } }],
         ['MANDATE_TYPE_UNSUPPORTED', { type: 'acp', token: 'x' }],
       ];
       for (const [code, mandate] of cases) {

@@ -54,7 +54,7 @@ describe('POST /v1/merchants', () => {
     expect(Object.keys(m).sort()).toEqual(
       [
         'id', 'slug', 'name', 'domain', 'domain_status', 'domain_verification', 'receiving', 'rails', 'receipt_kid', 'receipt_pub_jwk',
-        'trusted_svc_jwks_url', 'livemode', 'is_default', 'created_at', 'updated_at',
+        'trusted_svc_jwks_url', 'trusted_ap2_issuers', 'livemode', 'is_default', 'created_at', 'updated_at',
       ].sort(),
     );
   });

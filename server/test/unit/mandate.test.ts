@@ -93,17 +93,11 @@ describe('verifyMandate: absent and unsupported types', () => {
     expect(await verifyMandate(undefined, ctx())).toEqual(none);
     expect(await verifyMandate({ type: 'none' }, ctx())).toEqual(none);
   });
-  it('GIVEN ap2 or acp THEN MANDATE_TYPE_UNSUPPORTED', async () => {
-    for (const type of ['ap2', 'acp'] as const) {
-      expect(await verifyMandate({ type, raw: { anything: true } }, ctx())).toMatchObject({
-        type,
-        present: true,
-        ok: false,
-        code: 'MANDATE_TYPE_UNSUPPORTED',
-        human: `${type} mandates are accepted on the wire but not verified yet; send an svc mandate or none.`,
-        ref: null,
-      });
-    }
+  it('GIVEN acp THEN MANDATE_TYPE_UNSUPPORTED saying why; an ap2 mandate without an SD-JWT token THEN MANDATE_MALFORMED', async () => {
+    const acp = await verifyMandate({ type: 'acp', raw: { anything: true } }, ctx());
+    expect(acp).toMatchObject({ type: 'acp', present: true, ok: false, code: 'MANDATE_TYPE_UNSUPPORTED', ref: null });
+    expect(acp.human).toContain('no crypto payment handler');
+    expect(await verifyMandate({ type: 'ap2', raw: { anything: true } }, ctx())).toMatchObject({ type: 'ap2', present: true, ok: false, code: 'MANDATE_MALFORMED', ref: null });
   });
   it('GIVEN a type nobody defined THEN MANDATE_MALFORMED naming the types, before any token is looked at', async () => {
     expect(await verifyMandate({ type: 'gold', token: 'a.b.c' } as never, ctx())).toMatchObject({

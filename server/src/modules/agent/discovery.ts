@@ -61,7 +61,8 @@ export async function buildManifest(em: Em, m: MerchantSnapshot, prefix: string)
     mcp_url: `${prefix}/mcp`,
     rails,
     pay_to: payTo,
-    mandate: { accepted: ['svc', 'ap2', 'acp', 'none'], preferred: 'svc' },
+    // only the types the gate verifies: acp cannot be (docs/decisions.md "AP2 mandates")
+    mandate: { accepted: ['svc', 'ap2', 'none'], preferred: 'svc' },
     policy_summary: {
       require_mandate_over_usd: policy.requireMandateOverUsd,
       max_per_transaction_usd: policy.maxPerTransactionUsd,

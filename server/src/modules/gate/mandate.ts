@@ -3,6 +3,7 @@ import { compactVerify, createRemoteJWKSet, customFetch, decodeProtectedHeader, 
 import type { MandateInput, MandateType, ReasonCode } from '@svc/contract';
 import { compareDecimal } from '../../lib/money.js';
 import { checkOutboundUrl, guardedGet, untilBudget, type OutboundRules, type Resolver } from '../../lib/ssrf.js';
+import { ap2Header, verifyAp2, type Ap2KeyLookup } from './ap2.js';
 
 export type MandateResult = {
   type: MandateType;
@@ -12,7 +13,7 @@ export type MandateResult = {
   ok: boolean;
   code?: ReasonCode;
   human?: string;
-  /** The single-use reference the gate reserves (the svc `sub`); null unless ok and present. */
+  /** The single-use reference the gate reserves (the svc `sub`, the AP2 issuer JWT's hash); null unless ok and present. */
   ref: string | null;
   issuer?: string;
   subject?: string;
@@ -22,6 +23,10 @@ export type MandateResult = {
 
 export type MandateContext = {
   jwksUrl: string | null;
+  /** The merchant's trusted_ap2_issuers (JWKS URLs); none accepts no ap2 mandate. */
+  ap2Issuers?: readonly string[];
+  /** The session's lines, for an AP2 checkout mandate's cart. */
+  lines?: ReadonlyArray<{ sku: string; qty: number; unitPrice: string }>;
   merchantId: string;
   /** The merchant's verified domain (a mandate may name it instead of the id); null while unverified, when only the id matches. */
   merchantDomain: string | null;
@@ -91,7 +96,16 @@ function remoteJwks(url: string, timeoutMs: number, rules: OutboundRules, resolv
  * and holds the token's kid. The settle checks it inside its transaction: when false, the mandate
  * is verified after that transaction is rolled back (docs/settlement.md, "Statement budget").
  */
-export function mandateVerifiableOffline(input: MandateInput | null | undefined, ctx: Pick<MandateContext, 'jwksUrl' | 'issuerKeys' | 'timeoutMs' | 'rules' | 'resolve'>): boolean {
+export function mandateVerifiableOffline(
+  input: MandateInput | null | undefined,
+  ctx: Pick<MandateContext, 'jwksUrl' | 'ap2Issuers' | 'issuerKeys' | 'timeoutMs' | 'rules' | 'resolve'>,
+): boolean {
+  if (input?.type === 'ap2') {
+    const kid = ap2Header(input.token)?.kid;
+    const urls = ctx.ap2Issuers ?? [];
+    // AP2: a cached, fresh set holding the kid is used first, with no fetch (verifyAp2Mandate's lookup)
+    return !kid || urls.length === 0 || urls.some((url) => cachedHolds(url, kid, ctx) === 'holds');
+  }
   if (!input || input.type !== 'svc' || typeof input.token !== 'string' || input.token.split('.').length !== 3 || !ctx.jwksUrl) return true;
   let kid: unknown;
   try {
@@ -100,11 +114,16 @@ export function mandateVerifiableOffline(input: MandateInput | null | undefined,
     return true;
   }
   if (!nonEmpty(kid)) return true;
+  return cachedHolds(ctx.jwksUrl, kid, ctx) === 'holds';
+}
+
+/** Whether the cached, fresh key set of `url` holds `kid` (`holds`, `lacks`), or answering needs a fetch or a wait (`wait`). */
+function cachedHolds(url: string, kid: string, ctx: Pick<MandateContext, 'issuerKeys' | 'timeoutMs' | 'rules' | 'resolve'>): 'holds' | 'lacks' | 'wait' {
   // an address the rules refuse answers after the fixed budget: a wait, so not inside a transaction
-  if (ctx.resolve || !checkOutboundUrl(ctx.jwksUrl, ctx.rules).ok) return false;
-  const set = ctx.issuerKeys?.get(`${ctx.timeoutMs ?? JWKS_TIMEOUT_MS} ${ctx.rules.reach} ${ctx.jwksUrl}`);
-  if (!set || !set.fresh || set.reloading) return false;
-  return set.jwks()?.keys.some((k) => k.kid === kid) ?? false;
+  if (ctx.resolve || !checkOutboundUrl(url, ctx.rules).ok) return 'wait';
+  const set = ctx.issuerKeys?.get(`${ctx.timeoutMs ?? JWKS_TIMEOUT_MS} ${ctx.rules.reach} ${url}`);
+  if (!set || !set.fresh || set.reloading) return 'wait';
+  return set.jwks()?.keys.some((k) => k.kid === kid) ? 'holds' : 'lacks';
 }
 
 const DECIMAL_RE = /^\d+(\.\d+)?$/;
@@ -176,9 +195,13 @@ export async function verifyMandate(input: MandateInput | null | undefined, ctx:
     ref: null,
     ...extra,
   });
-  if (type === 'ap2' || type === 'acp') {
-    return fail('MANDATE_TYPE_UNSUPPORTED', `${type} mandates are accepted on the wire but not verified yet; send an svc mandate or none.`);
+  if (type === 'acp') {
+    return fail(
+      'MANDATE_TYPE_UNSUPPORTED',
+      'acp mandates cannot be verified: the Agentic Commerce Protocol has no crypto payment handler yet (its x402 proposal is open), so nothing binds one to a USDC payment; send an ap2 or svc mandate, or none.',
+    );
   }
+  if (type === 'ap2') return verifyAp2Mandate(input, ctx, fail);
   if (type !== 'svc') return fail('MANDATE_MALFORMED', 'mandate.type must be svc, ap2, acp or none.');
 
   const token = input.token;
@@ -253,4 +276,43 @@ export async function verifyMandate(input: MandateInput | null | undefined, ctx:
     return fail('MANDATE_AMOUNT_INSUFFICIENT', `The svc mandate allows at most ${a.max_amount} ${a.currency}; the cart total is ${ctx.total}.`, known);
   }
   return { type: 'svc', present: true, ok: true, ref: claims.sub, ...known };
+}
+
+/**
+ * An ap2 mandate: the issuer key is looked up by kid in the merchant's trusted_ap2_issuers (each set
+ * fetched through the guarded GET and cached like the svc issuer's), then gate/ap2.ts verifies it.
+ */
+async function verifyAp2Mandate(input: MandateInput, ctx: MandateContext, fail: (code: ReasonCode, human: string) => MandateResult): Promise<MandateResult> {
+  const urls = ctx.ap2Issuers ?? [];
+  const timeoutMs = ctx.timeoutMs ?? JWKS_TIMEOUT_MS;
+  const startedAt = performance.now();
+  const lookup: Ap2KeyLookup = async (header) => {
+    let unreachable = false;
+    const cachedFirst = urls.find((url) => cachedHolds(url, header.kid, ctx) === 'holds');
+    for (const url of cachedFirst ? [cachedFirst] : urls) {
+      if (!checkOutboundUrl(url, ctx.rules).ok) {
+        unreachable = true;
+        continue;
+      }
+      try {
+        const key = await remoteJwks(url, timeoutMs, ctx.rules, ctx.resolve, ctx.issuerKeys)(header, { payload: '', signature: '' } as never);
+        return { key, issuer: url };
+      } catch (err) {
+        if (err instanceof joseErrors.JWKSNoMatchingKey || err instanceof joseErrors.JWKSMultipleMatchingKeys || err instanceof joseErrors.JOSENotSupported) continue;
+        unreachable = true;
+      }
+    }
+    return unreachable ? 'unavailable' : 'unknown';
+  };
+  const checkout = { merchantId: ctx.merchantId, merchantDomain: ctx.merchantDomain, currency: ctx.currency, total: ctx.total, lines: ctx.lines ?? [], now: ctx.now };
+  const unavailable = async () => {
+    await untilBudget(startedAt, timeoutMs);
+    return { ok: false as const, code: 'MANDATE_ISSUER_UNAVAILABLE' as const, human: ISSUER_UNAVAILABLE_HUMAN };
+  };
+  const r = await verifyAp2(input.token, lookup, checkout, unavailable);
+  if (!r.ok && r.code === 'MANDATE_ISSUER_UNKNOWN' && urls.length === 0) {
+    return fail(r.code, 'The merchant trusts no AP2 issuer (trusted_ap2_issuers is empty), so no ap2 mandate can verify; the merchant must list its issuers\' JWKS URLs.');
+  }
+  if (!r.ok) return fail(r.code, r.human);
+  return { type: 'ap2', present: true, ok: true, ref: r.ref, issuer: r.issuer, subject: r.ref, intent: r.vct, maxAmount: r.maxAmount };
 }

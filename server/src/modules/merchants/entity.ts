@@ -23,6 +23,8 @@ export const MerchantEntity = defineEntity({
     /** AES-256-GCM sealed Ed25519 seed, bound to the merchant id; never leaves the server. */
     receiptSeedSealed: p.string().hidden(),
     trustedSvcJwksUrl: p.string().nullable(),
+    /** JWKS URLs of the AP2 mandate issuers the merchant trusts (gate/ap2.ts); [] accepts none. */
+    trustedAp2Issuers: p.json<string[]>().fieldName('trusted_ap2_issuers'),
     isDefault: p.boolean().default(false),
     /** Bumped by every catalog, receiving and publish write; the manifest cache keys on it. */
     configVersion: p.integer().default(1),

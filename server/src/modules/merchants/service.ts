@@ -48,6 +48,7 @@ export function presentMerchant(m: MerchantRow): Merchant {
     receipt_kid: m.receiptKid,
     receipt_pub_jwk: publicJwk(m),
     trusted_svc_jwks_url: m.trustedSvcJwksUrl ?? null,
+    trusted_ap2_issuers: m.trustedAp2Issuers ?? [],
     livemode: m.livemode,
     is_default: m.isDefault,
     created_at: m.createdAt.toISOString(),
@@ -75,11 +76,16 @@ function railFindings(rails: RailName[], livemode: boolean): ReceivingFinding[] 
 }
 
 /** The trusted issuer JWKS URL follows the webhook URL rules (lib/ssrf.ts `outboundRules`): https to a public host under the live rules. */
-function checkJwksUrl(raw: string | null | undefined, rules: OutboundRules): string | null | undefined {
+function checkJwksUrl(raw: string | null | undefined, rules: OutboundRules, field = 'trusted_svc_jwks_url'): string | null | undefined {
   if (raw == null) return raw;
   const checked = checkOutboundUrl(raw, rules);
-  if (!checked.ok) throw new ApiError('VALIDATION_FAILED', `trusted_svc_jwks_url: ${checked.why}.`);
+  if (!checked.ok) throw new ApiError('VALIDATION_FAILED', `${field}: ${checked.why}.`);
   return checked.href;
+}
+
+/** The AP2 issuers' JWKS URLs, each under the same rules as the svc issuer's. */
+function checkAp2Issuers(raw: string[] | undefined, rules: OutboundRules): string[] | undefined {
+  return raw?.map((url, i) => checkJwksUrl(url, rules, `trusted_ap2_issuers[${i}]`)!);
 }
 
 export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: CreateMerchantBody): Promise<MerchantRow> {
@@ -87,6 +93,7 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
   const rails: RailName[] = body.rails ?? (livemode ? ['x402'] : ['x402', 'mock']);
   const receiving = normalizeReceiving(body.receiving, livemode, rails);
   const jwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, outboundRules(ctx.services.config, livemode));
+  const ap2Issuers = checkAp2Issuers(body.trusted_ap2_issuers, outboundRules(ctx.services.config, livemode)) ?? [];
   const id = newId('mrch');
   const seed = generateEd25519();
   try {
@@ -114,6 +121,7 @@ export async function createMerchant(ctx: Ctx & { auth: AuthContext }, body: Cre
         receiptPublicX: seed.x,
         receiptSeedSealed: ctx.services.box.seal(seed.d, id),
         trustedSvcJwksUrl: jwksUrl ?? null,
+        trustedAp2Issuers: ap2Issuers,
         isDefault: !hasDefault,
         createdAt: now,
         updatedAt: now,
@@ -193,6 +201,7 @@ export async function updateMerchant(ctx: Ctx & { auth: AuthContext }, id: strin
       configChanged = true;
     }
     if (body.trusted_svc_jwks_url !== undefined) changes.trustedSvcJwksUrl = checkJwksUrl(body.trusted_svc_jwks_url, outboundRules(ctx.services.config, m.livemode)) ?? null;
+    if (body.trusted_ap2_issuers !== undefined) changes.trustedAp2Issuers = checkAp2Issuers(body.trusted_ap2_issuers, outboundRules(ctx.services.config, m.livemode));
     if (configChanged) changes.configVersion = m.configVersion + 1;
     ctx.services.caches.agent.invalidateOnCommit(tx, m.id);
     changes.updatedAt = ctx.services.now();

@@ -86,7 +86,7 @@ export async function findPublishedMerchantIdByDomain(em: Em, domain: string): P
 /** The merchant's columns the settle path uses (settlement/settle.ts), read by the settle's lock statement. */
 export type SettleMerchant = Pick<
   MerchantRow,
-  'id' | 'projectId' | 'livemode' | 'slug' | 'verifiedDomain' | 'receiptKid' | 'receiptPublicX' | 'receiptSeedSealed' | 'trustedSvcJwksUrl' | 'configVersion' | 'publishedAt'
+  'id' | 'projectId' | 'livemode' | 'slug' | 'verifiedDomain' | 'receiptKid' | 'receiptPublicX' | 'receiptSeedSealed' | 'trustedSvcJwksUrl' | 'trustedAp2Issuers' | 'configVersion' | 'publishedAt'
 >;
 
 /**
@@ -96,6 +96,7 @@ export type SettleMerchant = Pick<
 export const SETTLE_MERCHANT_COLUMNS = `m.id as m_id, m.project_id as m_project_id, m.livemode as m_livemode, m.slug as m_slug,
   m.verified_domain as m_verified_domain, m.receipt_kid as m_receipt_kid, m.receipt_public_x as m_receipt_public_x,
   m.receipt_seed_sealed as m_receipt_seed_sealed, m.trusted_svc_jwks_url as m_trusted_svc_jwks_url,
+  m.trusted_ap2_issuers as m_trusted_ap2_issuers,
   m.config_version as m_config_version, m.published_at as m_published_at`;
 
 /** The merchant of a row read with SETTLE_MERCHANT_COLUMNS: a plain object, no entity. */
@@ -111,6 +112,7 @@ export function settleMerchantOf(r: Record<string, unknown>): SettleMerchant {
     receiptPublicX: r.m_receipt_public_x as string,
     receiptSeedSealed: r.m_receipt_seed_sealed as string,
     trustedSvcJwksUrl: (r.m_trusted_svc_jwks_url as string | null) ?? null,
+    trustedAp2Issuers: Array.isArray(r.m_trusted_ap2_issuers) ? (r.m_trusted_ap2_issuers as string[]) : (JSON.parse(String(r.m_trusted_ap2_issuers ?? '[]')) as string[]),
     configVersion: Number(r.m_config_version),
     publishedAt: publishedAt === null || publishedAt === undefined ? null : publishedAt instanceof Date ? publishedAt : new Date(publishedAt as string),
   };

@@ -259,6 +259,8 @@ async function mandateOf(input: { ctx: Ctx; merchant: SettleMerchant; session: S
 function mandateContext(ctx: Ctx, m: SettleMerchant, s: SessionRow, now: Date): MandateContext {
   return {
     jwksUrl: m.trustedSvcJwksUrl ?? null,
+    ap2Issuers: m.trustedAp2Issuers,
+    lines: s.lines,
     merchantId: m.id,
     merchantDomain: m.verifiedDomain ?? null,
     total: s.total,
