@@ -129,7 +129,7 @@ export function PolicyPage() {
           </Group>
           {validate.data?.ok && !publish.error && (
             <Alert color="teal" role="status">
-              The configuration is valid and can be published.
+              The configuration is valid and can be published.{warnings.length > 0 && ' Read the warnings below before you publish.'}
             </Alert>
           )}
           {errors && errors.length > 0 && (
