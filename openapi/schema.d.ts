@@ -1661,10 +1661,6 @@ export interface components {
             /** @description The USDC token contract (EIP-712 verifyingContract). */
             verifyingContract: string | null;
         };
-        PolicyFinding: {
-            code: string;
-            human: string;
-        };
         PolicyVersion: {
             /** @enum {boolean} */
             active: true;
@@ -1705,7 +1701,16 @@ export interface components {
         };
         PublishRefused: {
             error_human: string;
-            findings: components["schemas"]["PolicyFinding"][];
+            /** @description The errors that refused publish (validate's findings of severity error; warnings never refuse it). */
+            findings: {
+                code: string;
+                human: string;
+                /**
+                 * @description error: publish refuses the configuration; warning: publishable, but worth a look.
+                 * @enum {string}
+                 */
+                severity: "error" | "warning";
+            }[];
             /** @enum {boolean} */
             ok: false;
             /** @enum {boolean} */
@@ -7657,7 +7662,8 @@ export interface operations {
                      *       "findings": [
                      *         {
                      *           "code": "POLICY_FIELD_UNKNOWN",
-                     *           "human": "policy.maxPerTxUsd: is not a MerchantPolicy field."
+                     *           "human": "policy.maxPerTxUsd: is not a MerchantPolicy field.",
+                     *           "severity": "error"
                      *         }
                      *       ],
                      *       "ok": false,
@@ -9189,7 +9195,13 @@ export interface operations {
                      *       "findings": [
                      *         {
                      *           "code": "RECEIVING_NO_RAIL_ENABLED",
-                     *           "human": "receiving: at least one rail must be configured."
+                     *           "human": "receiving: at least one rail must be configured.",
+                     *           "severity": "error"
+                     *         },
+                     *         {
+                     *           "code": "POLICY_REJECTS_NEW_AGENTS",
+                     *           "human": "policy.requireMandateOverUsd: 0 requires a mandate on every purchase, so every agent without one is rejected (MANDATE_REQUIRED).",
+                     *           "severity": "warning"
                      *         }
                      *       ],
                      *       "ok": false

@@ -181,7 +181,7 @@ export const PutPolicyBody = z
 export const PublishConflict = z.object({
   published: z.literal(false),
   ok: z.literal(false),
-  findings: z.array(Finding),
+  findings: z.array(ValidationFinding).describe('The errors that refused publish (validate\'s findings of severity error; warnings never refuse it).'),
   reason_codes: z.array(z.string()),
   error_human: z.string(),
 });

@@ -155,7 +155,7 @@ describe('projects and merchants in the dashboard', () => {
       await p.goto(`/dashboard/test/policy?project=${cliProject}&merchant=${shops.second}`);
       await heading(p, 'Policy').waitFor();
       await p.getByLabel('Require a mandate over (USD)').waitFor();
-      expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      expect(await p.locator('html').evaluate((html) => html.scrollWidth)).toBeLessThanOrEqual(390);
       await shot(p, 'p05-phone-policy');
       await p.getByRole('button', { name: 'Toggle navigation' }).click();
       await poll(() => p.getByRole('combobox', { name: 'Project (menu)' }).inputValue()).toBe('Default project');

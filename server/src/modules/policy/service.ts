@@ -157,6 +157,8 @@ export async function validateDraft(em: Em, m: MerchantRow): Promise<{ findings:
   return { findings, newest };
 }
 
+const asError = (f: Finding): ValidationFinding => ({ ...f, severity: 'error' });
+
 /**
  * POST /v1/validate: the draft's errors (publish refuses them) and warnings (publishable: a
  * policy that turns away every agent without a mandate or history, issue 29).
@@ -168,7 +170,7 @@ export async function validateConfig(em: Em, auth: AuthContext, merchantId?: str
   const warnings = parsed?.success ? newAgentPolicyWarnings(parsed.data) : [];
   return {
     ok: findings.length === 0,
-    findings: [...findings.map((f) => ({ ...f, severity: 'error' as const })), ...warnings.map((f) => ({ ...f, severity: 'warning' as const }))],
+    findings: [...findings.map(asError), ...warnings.map((f) => ({ ...f, severity: 'warning' as const }))],
   };
 }
 
@@ -180,7 +182,7 @@ export async function publishConfig(ctx: Ctx & { auth: AuthContext }, merchantId
     const { findings, newest } = await validateDraft(tx, m);
     if (findings.length > 0) {
       throw new ApiError('CONFIG_INVALID', `Publish refused: ${findings.length} finding(s) (${[...new Set(findings.map((f) => f.code))].join(', ')}); first: ${findings[0]!.human}`, {
-        extra: { published: false, ok: false, findings },
+        extra: { published: false, ok: false, findings: findings.map(asError) },
       });
     }
     const now = ctx.services.now();
