@@ -1120,7 +1120,9 @@ export interface paths {
         put?: never;
         /**
          * Validate the draft configuration (no side effects)
-         * @description Auth: API key (Bearer) with scope `merchants:read`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
+         * @description Errors stop publish; warnings (POLICY_REJECTS_NEW_AGENTS, POLICY_HOLDS_NEW_AGENTS: the policy turns away every agent without a mandate or history) do not.
+         *
+         *     Auth: API key (Bearer) with scope `merchants:read`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         post: operations["validateConfig"];
         delete?: never;
@@ -1387,7 +1389,7 @@ export interface components {
             /** @description One line for humans; never parse it. */
             error_human: string;
             /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CONTRACT_SIGNATURE_UNVERIFIABLE" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "ERC6492_FACTORY_NOT_ALLOWED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_AMOUNT_OUT_OF_RANGE" | "MANDATE_BUDGET_EXCEEDED" | "MANDATE_CART_MISMATCH" | "MANDATE_CONSTRAINT_UNSUPPORTED" | "MANDATE_CURRENCY_MISMATCH" | "MANDATE_DISCLOSURE_INVALID" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_ISSUER_UNKNOWN" | "MANDATE_KEY_BINDING_INVALID" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "METHOD_NOT_ALLOWED" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "ORDER_NOT_REFUNDABLE" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_RAILS_UNSATISFIABLE" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REFUND_AUTHORIZATION_EXPIRED" | "REFUND_EXCEEDS_REMAINING" | "REFUND_NOT_AUTHORIZABLE" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
+            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CONTRACT_SIGNATURE_UNVERIFIABLE" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "ERC6492_FACTORY_NOT_ALLOWED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_AMOUNT_OUT_OF_RANGE" | "MANDATE_BUDGET_EXCEEDED" | "MANDATE_CART_MISMATCH" | "MANDATE_CONSTRAINT_UNSUPPORTED" | "MANDATE_CURRENCY_MISMATCH" | "MANDATE_DISCLOSURE_INVALID" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_ISSUER_UNKNOWN" | "MANDATE_KEY_BINDING_INVALID" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "METHOD_NOT_ALLOWED" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "ORDER_NOT_REFUNDABLE" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_HOLDS_NEW_AGENTS" | "POLICY_RAILS_UNSATISFIABLE" | "POLICY_REJECTS_NEW_AGENTS" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REFUND_AUTHORIZATION_EXPIRED" | "REFUND_EXCEEDS_REMAINING" | "REFUND_NOT_AUTHORIZABLE" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
         };
         Jwks: {
             keys: components["schemas"]["PublicJwk"][];
@@ -1661,10 +1663,6 @@ export interface components {
             /** @description The USDC token contract (EIP-712 verifyingContract). */
             verifyingContract: string | null;
         };
-        PolicyFinding: {
-            code: string;
-            human: string;
-        };
         PolicyVersion: {
             /** @enum {boolean} */
             active: true;
@@ -1705,7 +1703,16 @@ export interface components {
         };
         PublishRefused: {
             error_human: string;
-            findings: components["schemas"]["PolicyFinding"][];
+            /** @description The errors that refused publish (validate's findings of severity error; warnings never refuse it). */
+            findings: {
+                code: string;
+                human: string;
+                /**
+                 * @description error: publish refuses the configuration; warning: publishable, but worth a look.
+                 * @enum {string}
+                 */
+                severity: "error" | "warning";
+            }[];
             /** @enum {boolean} */
             ok: false;
             /** @enum {boolean} */
@@ -5800,11 +5807,20 @@ export interface operations {
                             scopes: ("merchants:read" | "merchants:write" | "products:read" | "products:write" | "policy:read" | "policy:write" | "orders:read" | "orders:write" | "refunds:read" | "refunds:write" | "ingest:write" | "webhooks:read" | "webhooks:write" | "keys:read" | "keys:write")[];
                         } | null;
                         livemode: boolean;
+                        /** @description The project of this call: the key's, or the one the Svc-Project header selected among the member's (default: their first). */
                         project: {
                             id: string;
                             name: string;
                             organization_id: string;
                         };
+                        /** @description Projects the caller may select with Svc-Project: every project of the signed-in member's organizations; an API key's own project only. */
+                        projects: {
+                            id: string;
+                            /** @description The installation's default project (where `keys create` puts keys). */
+                            is_default: boolean;
+                            name: string;
+                            organization_id: string;
+                        }[];
                         /** @description The signed-in member (session cookie); null for an API key. */
                         user: {
                             email: string;
@@ -7655,7 +7671,8 @@ export interface operations {
                      *       "findings": [
                      *         {
                      *           "code": "POLICY_FIELD_UNKNOWN",
-                     *           "human": "policy.maxPerTxUsd: is not a MerchantPolicy field."
+                     *           "human": "policy.maxPerTxUsd: is not a MerchantPolicy field.",
+                     *           "severity": "error"
                      *         }
                      *       ],
                      *       "ok": false,
@@ -9187,14 +9204,29 @@ export interface operations {
                      *       "findings": [
                      *         {
                      *           "code": "RECEIVING_NO_RAIL_ENABLED",
-                     *           "human": "receiving: at least one rail must be configured."
+                     *           "human": "receiving: at least one rail must be configured.",
+                     *           "severity": "error"
+                     *         },
+                     *         {
+                     *           "code": "POLICY_REJECTS_NEW_AGENTS",
+                     *           "human": "policy.requireMandateOverUsd: 0 requires a mandate on every purchase, so every agent without one is rejected (MANDATE_REQUIRED).",
+                     *           "severity": "warning"
                      *         }
                      *       ],
                      *       "ok": false
                      *     }
                      */
                     "application/json": {
-                        findings: components["schemas"]["PolicyFinding"][];
+                        findings: {
+                            code: string;
+                            human: string;
+                            /**
+                             * @description error: publish refuses the configuration; warning: publishable, but worth a look.
+                             * @enum {string}
+                             */
+                            severity: "error" | "warning";
+                        }[];
+                        /** @description true when no finding is an error (warnings do not stop publish). */
                         ok: boolean;
                     };
                 };

@@ -133,7 +133,15 @@ export const OPENAPI_EXAMPLES: Record<string, Example> = {
     responses: { '201': { id: 'pol_01jz0cb3n5q7s9u1w3y5a7c9e1', version: 1, hash: 'd3f1c5a0e2b4967f8a1c3e5d7b9f0a2c4e6d8b0a1c3e5f7a9b1d3f5e7c9a1b3d', active: false } },
   },
   validateConfig: {
-    responses: { '200': { ok: false, findings: [{ code: 'RECEIVING_NO_RAIL_ENABLED', human: 'receiving: at least one rail must be configured.' }] } },
+    responses: {
+      '200': {
+        ok: false,
+        findings: [
+          { code: 'RECEIVING_NO_RAIL_ENABLED', human: 'receiving: at least one rail must be configured.', severity: 'error' },
+          { code: 'POLICY_REJECTS_NEW_AGENTS', human: 'policy.requireMandateOverUsd: 0 requires a mandate on every purchase, so every agent without one is rejected (MANDATE_REQUIRED).', severity: 'warning' },
+        ],
+      },
+    },
   },
   publishConfig: {
     responses: {
@@ -141,7 +149,7 @@ export const OPENAPI_EXAMPLES: Record<string, Example> = {
       '422': {
         published: false,
         ok: false,
-        findings: [{ code: 'POLICY_FIELD_UNKNOWN', human: 'policy.maxPerTxUsd: is not a MerchantPolicy field.' }],
+        findings: [{ code: 'POLICY_FIELD_UNKNOWN', human: 'policy.maxPerTxUsd: is not a MerchantPolicy field.', severity: 'error' }],
         reason_codes: ['CONFIG_INVALID'],
         error_human: 'Publish refused: 1 finding(s); first: policy.maxPerTxUsd: is not a MerchantPolicy field.',
       },

@@ -51,6 +51,8 @@ export const REASON_CODES = {
   POLICY_FIELD_INVALID: { status: 400, human: 'A policy field has the wrong type or an invalid value.' },
   CATALOG_CURRENCY_UNSETTLEABLE: { status: 400, human: 'A catalog item is priced in a currency no configured rail can settle.' },
   POLICY_RAILS_UNSATISFIABLE: { status: 400, human: 'The policy allows none of the merchant\'s configured rails.' },
+  POLICY_REJECTS_NEW_AGENTS: { status: 400, human: 'Warning (publishable): the policy rejects every agent without a mandate or history.' },
+  POLICY_HOLDS_NEW_AGENTS: { status: 400, human: 'Warning (publishable): the policy holds every purchase of an agent without a mandate or history for review.' },
 
   // checkout
   SKU_UNKNOWN: { status: 404, human: 'A SKU in the cart does not exist at this merchant.' },

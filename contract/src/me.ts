@@ -18,7 +18,10 @@ export const Me = z.object({
     .object({ id: z.string(), email: z.string() })
     .nullable()
     .describe('The signed-in member (session cookie); null for an API key.'),
-  project: z.object({ id: z.string(), name: z.string(), organization_id: z.string() }),
+  project: z.object({ id: z.string(), name: z.string(), organization_id: z.string() }).describe('The project of this call: the key\'s, or the one the Svc-Project header selected among the member\'s (default: their first).'),
+  projects: z
+    .array(z.object({ id: z.string(), name: z.string(), organization_id: z.string(), is_default: z.boolean().describe('The installation\'s default project (where `keys create` puts keys).') }))
+    .describe('Projects the caller may select with Svc-Project: every project of the signed-in member\'s organizations; an API key\'s own project only.'),
   livemode: z.boolean(),
 });
 

@@ -77,14 +77,16 @@ export function resolvePolicy(body: MerchantPolicy | null | undefined): Resolved
 
 /** Presets a merchant can PUT as a starting point. */
 export const POLICY_PRESETS = {
+  // Strict but usable: a new agent (no mandate, no history) buys small amounts; a mandate is
+  // needed above $10 and the caps and rates are tight (docs/decisions.md, "Policy presets").
   STRICT: {
-    requireMandateOverUsd: 0,
-    minReputationTier: 'trusted',
+    requireMandateOverUsd: 10,
+    minReputationTier: 'standard',
     maxPerTransactionUsd: 100,
     maxPerAgentPerDayUsd: 300,
     ratePerAgentPerHour: 5,
     ratePerAgentPerDay: 20,
-    holdForReviewBelowTier: 'standard',
+    holdForReviewBelowTier: 'cautious',
   },
   BALANCED: {
     requireMandateOverUsd: 20,
@@ -106,6 +108,38 @@ export const POLICY_PRESETS = {
 
 export const Finding = z.object({ code: z.string(), human: z.string() });
 export type Finding = z.infer<typeof Finding>;
+
+/** A finding of validate: `error` blocks publishing, `warning` does not (the configuration is publishable but probably not what was meant). */
+export const ValidationFinding = Finding.extend({
+  severity: z.enum(['error', 'warning']).describe('error: publish refuses the configuration; warning: publishable, but worth a look.'),
+});
+export type ValidationFinding = z.infer<typeof ValidationFinding>;
+
+/**
+ * Warnings for a policy that turns away every new agent: one with no mandate and no history
+ * (trust tier cautious, neutral reputation "standard") is rejected or held on every purchase.
+ * Pure, so the server's validate and the dashboard's policy form say the same thing.
+ */
+export function newAgentPolicyWarnings(body: MerchantPolicy): Finding[] {
+  const p = resolvePolicy(body);
+  const out: Finding[] = [];
+  if (p.requireMandateOverUsd === 0) {
+    out.push({ code: 'POLICY_REJECTS_NEW_AGENTS', human: 'policy.requireMandateOverUsd: 0 requires a mandate on every purchase, so every agent without one is rejected (MANDATE_REQUIRED).' });
+  }
+  if (p.minReputationTier === 'trusted' || p.minReputationTier === 'elite') {
+    out.push({
+      code: 'POLICY_REJECTS_NEW_AGENTS',
+      human: `policy.minReputationTier: "${p.minReputationTier}" is above a new agent's reputation ("standard"), so every agent without history is rejected (REPUTATION_TOO_LOW).`,
+    });
+  }
+  if (p.holdForReviewBelowTier !== null && p.holdForReviewBelowTier !== 'cautious') {
+    out.push({
+      code: 'POLICY_HOLDS_NEW_AGENTS',
+      human: `policy.holdForReviewBelowTier: "${p.holdForReviewBelowTier}" holds every purchase of an agent without ${p.holdForReviewBelowTier === 'standard' ? 'history or a mandate' : 'a mandate'} for review (HOLD_FOR_REVIEW).`,
+    });
+  }
+  return out;
+}
 
 export const ActivePolicy = z.object({
   id: z.string(),
@@ -147,7 +181,7 @@ export const PutPolicyBody = z
 export const PublishConflict = z.object({
   published: z.literal(false),
   ok: z.literal(false),
-  findings: z.array(Finding),
+  findings: z.array(ValidationFinding).describe('The errors that refused publish (validate\'s findings of severity error; warnings never refuse it).'),
   reason_codes: z.array(z.string()),
   error_human: z.string(),
 });
@@ -185,8 +219,14 @@ export const policyContract = c.router({
     path: '/validate',
     query: MerchantIdQuery,
     body: c.noBody(),
-    responses: { 200: z.object({ ok: z.boolean(), findings: z.array(Finding) }) },
+    responses: {
+      200: z.object({
+        ok: z.boolean().describe('true when no finding is an error (warnings do not stop publish).'),
+        findings: z.array(ValidationFinding),
+      }),
+    },
     summary: 'Validate the draft configuration (no side effects)',
+    description: 'Errors stop publish; warnings (POLICY_REJECTS_NEW_AGENTS, POLICY_HOLDS_NEW_AGENTS: the policy turns away every agent without a mandate or history) do not.',
     metadata: meta({ auth: 'key', scopes: ['merchants:read'], tag: 'Policy', operationId: 'validateConfig' }),
   },
   publish: {

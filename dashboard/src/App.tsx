@@ -1,9 +1,10 @@
 import { useEffect } from 'react';
-import { Navigate, Route, Routes, useLocation, useNavigate, useParams } from 'react-router';
-import { Center, Loader } from '@mantine/core';
+import { Link, Navigate, Route, Routes, useLocation, useNavigate, useParams, useSearchParams } from 'react-router';
+import { Alert, Button, Center, Loader, Stack } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { Mode } from '@svc/contract';
-import { apiClient, ok, onUnauthenticated } from './api';
+import { SvcApiError } from '@svc/sdk/errors';
+import { apiClient, errorText, ok, onUnauthenticated } from './api';
 import { Shell } from './Shell';
 import { LoginPage, clearNext, pendingNext, rememberNext } from './pages/Login';
 import { DevicePage } from './pages/Device';
@@ -52,22 +53,48 @@ function Home() {
   return <Navigate to={`/${last.success ? last.data : 'test'}/`} replace />;
 }
 
+/**
+ * `/:mode/*?project=…&merchant=…`: the address decides the project and the merchant (the
+ * server checks the project is the member's: Svc-Project answers 404 for any other).
+ */
 function ModeRoutes() {
   const params = useParams();
+  const [search] = useSearchParams();
   const parsed = Mode.safeParse(params.mode);
-  const me = useQuery({ queryKey: ['me'], queryFn: () => ok(apiClient('test').me.get()), retry: false, staleTime: 60_000 });
+  const projectParam = search.get('project');
+  const me = useQuery({ queryKey: ['me', projectParam], queryFn: () => ok(apiClient('test', projectParam).me.get()), retry: false, staleTime: 60_000 });
   useEffect(() => {
     if (parsed.success) localStorage.setItem(LAST_MODE, parsed.data);
   }, [parsed.success, parsed.data]);
   if (!parsed.success) return <Navigate to="/test/" replace />;
-  if (me.isLoading || me.isError)
+  if (me.error instanceof SvcApiError && me.error.status === 404)
+    return (
+      <Center h="100vh" p="md">
+        <Stack maw={520}>
+          <Alert color="red" title="No such project among yours" role="alert">
+            {errorText(me.error)} The address names a project you are not a member of, or one that does not exist.
+          </Alert>
+          <Button component={Link} to={`/${parsed.data}/`} w="fit-content">
+            Open your project
+          </Button>
+        </Stack>
+      </Center>
+    );
+  if (me.isLoading || me.isError || !me.data)
     return (
       <Center h="100vh">
         <Loader aria-label="Loading" />
       </Center>
     );
   return (
-    <Shell key={parsed.data} mode={parsed.data} email={me.data?.user?.email ?? ''} project={me.data?.project.name ?? ''}>
+    <Shell
+      key={`${parsed.data}:${me.data.project.id}`}
+      mode={parsed.data}
+      email={me.data.user?.email ?? ''}
+      project={me.data.project}
+      projects={me.data.projects}
+      merchantId={search.get('merchant')}
+    >
       <Routes>
         <Route index element={<OverviewPage />} />
         <Route path="orders" element={<OrdersPage />} />

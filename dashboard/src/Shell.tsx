@@ -1,11 +1,11 @@
-import { useState, type ReactNode } from 'react';
+import type { ReactNode } from 'react';
 import { NavLink as RouterLink, useLocation, useNavigate } from 'react-router';
-import { AppShell, Badge, Box, Burger, Button, Group, NavLink, SegmentedControl, Select, Text } from '@mantine/core';
+import { Alert, AppShell, Badge, Box, Burger, Button, Group, NavLink, SegmentedControl, Select, Text } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { useQueryClient } from '@tanstack/react-query';
 import type { Mode } from '@svc/contract';
 import { apiClient, ok } from './api';
-import { useWorkspace, WorkspaceProvider } from './session';
+import { dashboardPath, useWorkspace, WorkspaceProvider } from './session';
 
 const NAV: { path: string; label: string }[] = [
   { path: '', label: 'Overview' },
@@ -20,41 +20,44 @@ const NAV: { path: string; label: string }[] = [
   { path: 'merchants', label: 'Merchants' },
 ];
 
-const merchantKey = (mode: Mode) => `svc.merchant.${mode}`;
+type ProjectRef = { id: string; name: string };
 
-export function Shell({ mode, email, project, children }: { mode: Mode; email: string; project: string; children: ReactNode }) {
-  // the Shell is keyed by mode, so each mode keeps its own merchant choice
-  const [merchantId, setMerchantId] = useState<string | null>(() => localStorage.getItem(merchantKey(mode)));
+/** The project and merchant come from the address (App.tsx); choosing one navigates, so a reload keeps it. */
+export function Shell({ mode, email, project, projects, merchantId, children }: { mode: Mode; email: string; project: ProjectRef; projects: ProjectRef[]; merchantId: string | null; children: ReactNode }) {
   return (
-    <WorkspaceProvider mode={mode} merchantId={merchantId}>
-      <Frame
-        email={email}
-        project={project}
-        onMerchant={(id) => {
-          localStorage.setItem(merchantKey(mode), id);
-          setMerchantId(id);
-        }}
-      >
+    <WorkspaceProvider mode={mode} projectId={project.id} merchantId={merchantId}>
+      <Frame email={email} project={project} projects={projects}>
         {children}
       </Frame>
     </WorkspaceProvider>
   );
 }
 
-function Frame({ email, project, onMerchant, children }: { email: string; project: string; onMerchant: (id: string) => void; children: ReactNode }) {
+function Frame({ email, project, projects, children }: { email: string; project: ProjectRef; projects: ProjectRef[]; children: ReactNode }) {
   const ws = useWorkspace();
   const [opened, { toggle, close }] = useDisclosure();
   const navigate = useNavigate();
   const location = useLocation();
   const queries = useQueryClient();
   const live = ws.mode === 'live';
+  // the section of the address: an object page of one mode, project or merchant has no meaning in another
+  const section = location.pathname.split('/')[2] ?? '';
 
   const switchMode = (next: string) => {
     if (next === ws.mode) return;
-    // the same section in the other mode; an object page of one mode has no meaning in the other
-    const section = location.pathname.split('/')[2] ?? '';
-    navigate(`/${next}/${section}`);
+    // the same project; a merchant is of one mode, so the other mode opens its default merchant
+    navigate(dashboardPath(next as Mode, section, { project: project.id }));
   };
+  const switchProject = (id: string | null) => {
+    if (!id || id === project.id) return;
+    navigate(dashboardPath(ws.mode, section, { project: id }));
+  };
+  const switchMerchant = (id: string | null) => {
+    if (!id || id === ws.merchant?.id) return;
+    navigate(dashboardPath(ws.mode, section, { project: project.id, merchant: id }));
+  };
+  const projectOptions = projects.map((p) => ({ value: p.id, label: p.name }));
+  const merchantOptions = ws.merchants.map((m) => ({ value: m.id, label: m.name }));
   const signOut = async () => {
     await ok(apiClient(ws.mode).auth.logout({})).catch(() => undefined);
     queries.clear();
@@ -98,18 +101,11 @@ function Frame({ email, project, onMerchant, children }: { email: string; projec
             </Badge>
           </Group>
           <Group gap="sm" wrap="nowrap">
+            <Select aria-label="Project" w={170} visibleFrom="sm" allowDeselect={false} value={project.id} data={projectOptions} onChange={switchProject} />
             {ws.merchants.length > 0 && (
-              <Select
-                aria-label="Merchant"
-                w={180}
-                visibleFrom="xs"
-                allowDeselect={false}
-                value={ws.merchant?.id ?? null}
-                data={ws.merchants.map((m) => ({ value: m.id, label: m.name }))}
-                onChange={(v) => v && onMerchant(v)}
-              />
+              <Select aria-label="Merchant" w={180} visibleFrom="sm" allowDeselect={false} value={ws.merchant?.id ?? null} data={merchantOptions} onChange={switchMerchant} />
             )}
-            <Text size="sm" c="dimmed" visibleFrom="md" title={project}>
+            <Text size="sm" c="dimmed" visibleFrom="lg" title={project.name}>
               {email}
             </Text>
             <Button variant="default" size="xs" onClick={signOut}>
@@ -119,22 +115,20 @@ function Frame({ email, project, onMerchant, children }: { email: string; projec
         </Group>
       </AppShell.Header>
       <AppShell.Navbar p="xs" aria-label="Sections">
+        <Select label="Project" aria-label="Project (menu)" hiddenFrom="sm" mb="xs" allowDeselect={false} value={project.id} data={projectOptions} onChange={switchProject} />
         {ws.merchants.length > 0 && (
-          <Select
-            aria-label="Merchant (menu)"
-            hiddenFrom="xs"
-            mb="xs"
-            allowDeselect={false}
-            value={ws.merchant?.id ?? null}
-            data={ws.merchants.map((m) => ({ value: m.id, label: m.name }))}
-            onChange={(v) => v && onMerchant(v)}
-          />
+          <Select label="Merchant" aria-label="Merchant (menu)" hiddenFrom="sm" mb="xs" allowDeselect={false} value={ws.merchant?.id ?? null} data={merchantOptions} onChange={switchMerchant} />
         )}
         {NAV.map((n) => (
           <NavLink key={n.path} component={RouterLink} to={ws.to(n.path)} end={n.path === ''} label={n.label} onClick={close} />
         ))}
       </AppShell.Navbar>
       <AppShell.Main>
+        {ws.merchantMissing && (
+          <Alert color="red" title="No such merchant here" role="alert" mb="md">
+            The address names merchant {ws.merchantMissing}, which is not one of {project.name}'s {ws.mode}-mode merchants. Pick a merchant above.
+          </Alert>
+        )}
         {children}
       </AppShell.Main>
     </AppShell>

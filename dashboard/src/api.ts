@@ -6,13 +6,14 @@ import { SvcApiError, SvcConnectionError, unwrap } from '@svc/sdk/errors';
  * The dashboard's only way to the server: a ts-rest client typed by the same contract as the
  * server and the SDKs. It authenticates with the HTTP-only session cookie (same origin) and
  * selects the mode with the Svc-Mode header; the browser's Origin header satisfies the
- * server's CSRF check on writes. A server that cannot be reached throws the SDK's
- * SvcConnectionError.
+ * server's CSRF check on writes. `projectId` (the Svc-Project header) selects one of the
+ * member's projects; without it the server answers for their first. A server that cannot be
+ * reached throws the SDK's SvcConnectionError.
  */
-export function apiClient(mode: Mode) {
+export function apiClient(mode: Mode, projectId?: string | null) {
   return initClient(contract, {
     baseUrl: '',
-    baseHeaders: { 'svc-mode': mode },
+    baseHeaders: { 'svc-mode': mode, ...(projectId ? { 'svc-project': projectId } : {}) },
     credentials: 'same-origin',
     validateResponse: false,
     throwOnUnknownStatus: false,

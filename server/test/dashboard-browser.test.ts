@@ -356,7 +356,7 @@ describe('the merchant dashboard in Chromium', () => {
   it('GIVEN data in test mode WHEN switching to live THEN no test data shows, live data stays in live, and the banner says which mode', async () => {
     await go('Orders');
     await page.getByText('Live', { exact: true }).click();
-    await page.waitForURL(/\/dashboard\/live\/orders$/);
+    await page.waitForURL(/\/dashboard\/live\/orders(\?|$)/);
     await poll(() => page.getByTestId('mode-banner').textContent()).toMatch(/^LIVE MODE/);
     await page.getByText('No orders match.').waitFor();
     expect(await page.getByTestId('order-row').count()).toBe(0);
@@ -377,7 +377,7 @@ describe('the merchant dashboard in Chromium', () => {
     await shot(page, '14-live-mode');
 
     await page.getByText('Test', { exact: true }).click();
-    await page.waitForURL(/\/dashboard\/test\/catalog$/);
+    await page.waitForURL(/\/dashboard\/test\/catalog(\?|$)/);
     await poll(() => page.getByTestId('mode-banner').textContent()).toMatch(/^TEST MODE/);
     await page.getByTestId('product-row').filter({ hasText: 'mug' }).waitFor();
     await go('Merchants');

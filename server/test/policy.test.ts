@@ -202,7 +202,8 @@ describe('POST /v1/validate', () => {
       expect(res.body.ok, name).toBe(false);
       expect(res.body.findings.map((f: { code: string }) => f.code), name).toEqual([codes[name]]);
       expect(res.body.findings[0].human, name).toContain(mention);
-      expect(Object.keys(res.body.findings[0]).sort()).toEqual(['code', 'human']);
+      expect(Object.keys(res.body.findings[0]).sort()).toEqual(['code', 'human', 'severity']);
+      expect(res.body.findings[0].severity, name).toBe('error');
     }
   });
 

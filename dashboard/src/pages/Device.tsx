@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { Alert, Anchor, Button, Center, Paper, Stack, Text, TextInput, Title } from '@mantine/core';
+import { Alert, Anchor, Button, Center, Paper, Select, Stack, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { apiClient, errorText, ok } from '../api';
 import { rememberNext } from './Login';
@@ -14,9 +14,12 @@ import { rememberNext } from './Login';
 export function DevicePage() {
   const [code, setCode] = useState('');
   const [email, setEmail] = useState('');
+  // the project the command line's key will belong to (the Svc-Project of the approval): the member's first unless chosen
+  const [projectId, setProjectId] = useState<string | null>(null);
   const api = apiClient('test');
   const me = useQuery({ queryKey: ['me'], queryFn: () => ok(api.me.get()), retry: false });
-  const approve = useMutation({ mutationFn: () => ok(api.auth.cliApprove({ body: { user_code: code } })) });
+  const project = me.data?.projects.find((p) => p.id === projectId) ?? me.data?.project;
+  const approve = useMutation({ mutationFn: () => ok(apiClient('test', project?.id).auth.cliApprove({ body: { user_code: code } })) });
   const mail = useMutation({
     mutationFn: () => {
       rememberNext('/device');
@@ -28,7 +31,7 @@ export function DevicePage() {
   if (approve.isSuccess)
     content = (
       <Alert color="green" title="Device approved" role="status">
-        The command line that showed {code.trim().toUpperCase()} is signed in to {me.data?.project.name ?? 'your project'}. Go back to your terminal.
+        The command line that showed {code.trim().toUpperCase()} is signed in to {project?.name ?? 'your project'}. Go back to your terminal.
       </Alert>
     );
   else if (me.isLoading) content = <Text>Loading…</Text>;
@@ -43,8 +46,11 @@ export function DevicePage() {
         <Stack>
           <Text>
             Signed in as <strong>{me.data.user?.email}</strong>. Type the code that your own terminal shows: the command line gets a test API key of{' '}
-            <strong>{me.data.project.name}</strong>.
+            <strong>{project?.name}</strong>.
           </Text>
+          {me.data.projects.length > 1 && (
+            <Select label="Project of the key" allowDeselect={false} value={project?.id ?? null} data={me.data.projects.map((p) => ({ value: p.id, label: p.name }))} onChange={setProjectId} />
+          )}
           <Alert color="yellow" title="Only a code from your own terminal">
             Never type a code that someone sent you, by mail or otherwise: it would sign their command line in to your account.
           </Alert>

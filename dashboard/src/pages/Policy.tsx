@@ -1,14 +1,27 @@
 import { useEffect, useMemo, useState } from 'react';
-import { Alert, Badge, Button, Code, Group, List, Paper, Select, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
+import { Alert, Badge, Button, Code, Group, List, Paper, Select, SimpleGrid, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { diffLines } from 'diff';
-import { POLICY_PRESETS } from '@svc/contract';
+import { MerchantPolicy, newAgentPolicyWarnings, POLICY_PRESETS, type Finding } from '@svc/contract';
 import { SvcValidationError } from '@svc/sdk/errors';
 import { ok } from '../api';
 import { useWorkspace } from '../session';
+import { PolicyForm } from './PolicyForm';
 import { ErrorLine, Loaded, Page, useAction, when, TableHead } from '../ui';
 
 const pretty = (v: unknown) => JSON.stringify(v, null, 2);
+
+function FindingList({ findings }: { findings: Finding[] }) {
+  return (
+    <List size="sm">
+      {findings.map((f, i) => (
+        <List.Item key={i}>
+          <Code>{f.code}</Code> {f.human}
+        </List.Item>
+      ))}
+    </List>
+  );
+}
 
 function Diff({ from, to }: { from: unknown; to: unknown }) {
   const parts = useMemo(() => diffLines(pretty(from), pretty(to)), [from, to]);
@@ -50,15 +63,25 @@ export function PolicyPage() {
   } catch (err) {
     parseError = `Not valid JSON: ${(err as Error).message}`;
   }
+  const isObject = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed);
+  // what the draft would do to a new agent, said while editing (validate says it again, from the server)
+  const known = isObject ? MerchantPolicy.safeParse(parsed) : null;
+  const draftWarnings = known?.success ? newAgentPolicyWarnings(known.data) : [];
+  const validate = useAction(() => ok(ws.api.policy.validate({ query: ws.mq })));
   const put = useAction(() => ok(ws.api.policy.put({ query: ws.mq, body: { body: parsed as Record<string, unknown>, ...(note.trim() ? { note: note.trim() } : {}) } })), {
     success: (r) => `Saved as version ${r.version} (not active until published).`,
-    onDone: () => setNote(''),
+    // the saved version is validated at once, so its findings (warnings too) show before anyone publishes
+    onDone: () => {
+      setNote('');
+      validate.mutate(undefined);
+    },
   });
-  const validate = useAction(() => ok(ws.api.policy.validate({ query: ws.mq })));
   const publish = useAction(() => ok(ws.api.policy.publish({ query: ws.mq })), { success: (r) => `Published: version ${r.active_policy_version} is active.` });
   // Publish refused the draft (422): its findings, typed by the SDK's error.
   const publishFindings = publish.error instanceof SvcValidationError && publish.error.status === 422 ? publish.error.findings : null;
-  const findings = validate.data?.findings ?? publishFindings;
+  const validated = validate.data?.findings;
+  const errors = validated ? validated.filter((f) => f.severity === 'error') : publishFindings;
+  const warnings = validated?.filter((f) => f.severity === 'warning') ?? [];
   const byVersion = (v: string | null) => list.find((x) => String(x.version) === v);
 
   if (!ws.merchant && !ws.merchantsLoading) return <Page title="Policy"><Text>Create a merchant first.</Text></Page>;
@@ -82,7 +105,15 @@ export function PolicyPage() {
               onChange={(k) => k && setDraft(pretty(POLICY_PRESETS[k as keyof typeof POLICY_PRESETS]))}
             />
           </Group>
-          <Textarea label="Policy (JSON)" autosize minRows={8} styles={{ input: { fontFamily: 'monospace' } }} value={draft} onChange={(e) => setDraft(e.currentTarget.value)} error={parseError} />
+          <SimpleGrid cols={{ base: 1, md: 2 }} spacing="lg">
+            <PolicyForm body={isObject ? (parsed as Record<string, unknown>) : null} disabled={!isObject} onChange={(next) => setDraft(pretty(next))} />
+            <Textarea label="Policy (JSON)" autosize minRows={8} styles={{ input: { fontFamily: 'monospace' } }} value={draft} onChange={(e) => setDraft(e.currentTarget.value)} error={parseError} />
+          </SimpleGrid>
+          {draftWarnings.length > 0 && (
+            <Alert color="yellow" title="This draft turns away new agents" data-testid="draft-warnings">
+              <FindingList findings={draftWarnings} />
+            </Alert>
+          )}
           <TextInput label="Note" placeholder="What changed" value={note} onChange={(e) => setNote(e.currentTarget.value)} />
           <ErrorLine error={put.error ?? validate.error ?? (publishFindings ? null : publish.error)} />
           <Group>
@@ -98,18 +129,17 @@ export function PolicyPage() {
           </Group>
           {validate.data?.ok && !publish.error && (
             <Alert color="teal" role="status">
-              The configuration is valid and can be published.
+              The configuration is valid and can be published.{warnings.length > 0 && ' Read the warnings below before you publish.'}
             </Alert>
           )}
-          {findings && findings.length > 0 && (
-            <Alert color="yellow" title="Findings" role="alert">
-              <List size="sm">
-                {findings.map((f, i) => (
-                  <List.Item key={i}>
-                    <Code>{f.code}</Code> {f.human}
-                  </List.Item>
-                ))}
-              </List>
+          {errors && errors.length > 0 && (
+            <Alert color="red" title="Findings" role="alert">
+              <FindingList findings={errors} />
+            </Alert>
+          )}
+          {warnings.length > 0 && (
+            <Alert color="yellow" title="Warnings (publishable)" role="alert" data-testid="validate-warnings">
+              <FindingList findings={warnings} />
             </Alert>
           )}
         </Stack>

@@ -17,6 +17,7 @@ import { Migration20261126000030Refunds } from './Migration20261126000030Refunds
 import { Migration20261126000031HotPath } from './Migration20261126000031HotPath.js';
 import { Migration20261126000032MerchantReputationEvents } from './Migration20261126000032MerchantReputationEvents.js';
 import { Migration20261127000041Ap2Issuers } from './Migration20261127000041Ap2Issuers.js';
+import { Migration20261127000042Projects } from './Migration20261127000042Projects.js';
 
 /** Every migration in order; listed explicitly so bundling or tsx never depends on a glob. */
 export const migrationsList = [
@@ -39,4 +40,5 @@ export const migrationsList = [
   { name: 'Migration20261126000031HotPath', class: Migration20261126000031HotPath },
   { name: 'Migration20261126000032MerchantReputationEvents', class: Migration20261126000032MerchantReputationEvents },
   { name: 'Migration20261127000041Ap2Issuers', class: Migration20261127000041Ap2Issuers },
+  { name: 'Migration20261127000042Projects', class: Migration20261127000042Projects },
 ];

@@ -5,8 +5,6 @@ import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { AuthContext, Mode } from '../../http/context.js';
 import {
-  findDefaultProject,
-  findDefaultProjectAfresh,
   findKeyById,
   findKeyByLookup,
   findProject,
@@ -25,19 +23,6 @@ const KEY_RE = /^svc_(test|live)_[A-Za-z0-9_-]{43,}$/;
 
 export async function createProject(em: Em, name: string, opts: { isDefault?: boolean; now: Date }): Promise<ProjectRow> {
   return insertOrganizationWithProject(em, { organizationId: newId('org'), organizationName: name, projectId: newId('proj'), projectName: name, isDefault: opts.isDefault ?? false, now: opts.now });
-}
-
-/** The installation's default project, created on first use (unique index keeps it single). */
-export async function defaultProject(em: Em, now: Date): Promise<ProjectRow> {
-  const existing = await findDefaultProject(em);
-  if (existing) return existing;
-  try {
-    return await createProject(em, 'Default project', { isDefault: true, now });
-  } catch (err) {
-    const again = await findDefaultProjectAfresh(em);
-    if (again) return again;
-    throw err;
-  }
 }
 
 export async function getProject(em: Em, id: string): Promise<ProjectRow | null> {

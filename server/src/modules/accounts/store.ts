@@ -35,9 +35,16 @@ export async function findDefaultProject(em: Em): Promise<ProjectRow | null> {
   return em.findOne(Project, { isDefault: true });
 }
 
-/** The same read on a fresh EntityManager (after a failed insert, the caller's own cannot be used). */
-export async function findDefaultProjectAfresh(em: Em): Promise<ProjectRow | null> {
-  return findDefaultProject(em.fork());
+/** Makes the project the installation's default (the caller holds the installation-owner lock and saw no default). */
+export async function markProjectDefault(tx: Em, project: ProjectRow): Promise<void> {
+  project.isDefault = true;
+  await tx.flush();
+}
+
+/** The projects of these organizations, oldest first. */
+export async function listProjectsOfOrganizations(em: Em, organizationIds: string[]): Promise<ProjectRow[]> {
+  if (organizationIds.length === 0) return [];
+  return em.find(Project, { organizationId: { $in: organizationIds } }, { orderBy: { createdAt: 'asc', id: 'asc' } });
 }
 
 export async function findProject(em: Em, id: string): Promise<ProjectRow | null> {

@@ -5,7 +5,19 @@ import type { AuthContext, Ctx } from '../../http/context.js';
 import { randomToken, sha256 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { addOrganizationWithProject, createApiKey, findKeyByIdOrFail, findProject, findProjectOrFail, firstProjectOfOrganization, presentKey } from '../accounts/index.js';
+import {
+  addOrganizationWithProject,
+  createApiKey,
+  findDefaultProject,
+  findKeyByIdOrFail,
+  findProject,
+  findProjectOrFail,
+  firstProjectOfOrganization,
+  listProjectsOfOrganizations,
+  markProjectDefault,
+  presentKey,
+  type ProjectRow,
+} from '../accounts/index.js';
 import { consumeRateLimit } from '../checkout/index.js';
 import { confirmSignInPage, linkGonePage } from './pages.js';
 import {
@@ -18,15 +30,19 @@ import {
   findUserSession,
   findUserSessionByTokenHash,
   firstOrganizationOf,
+  firstUser,
   insertDeviceCode,
   insertMembership,
   insertSignInToken,
   insertUserSession,
+  lockDefaultProjectOwnership,
   markDeviceApproved,
   markDeviceDelivered,
   markDevicePolled,
   markSignInTokenUsed,
   markUserSessionRevoked,
+  organizationHasMembers,
+  organizationsOf,
   upsertUserByEmail,
 } from './store.js';
 
@@ -142,17 +158,61 @@ export async function verifySignIn(ctx: Ctx, token: string | undefined): Promise
     markSignInTokenUsed(link, now);
 
     const user = await upsertUserByEmail(tx, newId('usr'), link.email, now);
-    if (user.created) {
-      // The new account: its own organization and project, written with the membership in one flush.
-      const organizationId = newId('org');
-      addOrganizationWithProject(tx, { organizationId, organizationName: user.email, projectId: newId('proj'), projectName: 'My project', isDefault: false, now });
-      await insertMembership(tx, { userId: user.id, organizationId, role: 'owner', now });
-    }
+    if (user.created) await homeForNewAccount(tx, user, now);
     const sessionToken = randomToken(32);
     await insertUserSession(tx, { id: newId('uss'), tokenHash: sha256(sessionToken), userId: user.id, expiresAt: new Date(now.getTime() + ttl * 1000), now });
     const location = link.deviceCodeId ? '/dashboard/device' : '/dashboard/';
     return { status: 303, location, sessionToken, maxAgeSeconds: ttl };
   });
+}
+
+/**
+ * A new account's home project (docs/decisions.md, "The default project belongs to the first
+ * account"). The installation's first account owns the default project: it joins the one `keys
+ * create` already made, or its own project becomes the default. Every later account gets a
+ * project of its own. Decided under the ownership lock, so two first sign-ins at once make one owner.
+ */
+async function homeForNewAccount(tx: Em, user: { id: string; email: string }, now: Date): Promise<void> {
+  await lockDefaultProjectOwnership(tx);
+  const dflt = await findDefaultProject(tx);
+  if (dflt && !(await organizationHasMembers(tx, dflt.organizationId))) {
+    await insertMembership(tx, { userId: user.id, organizationId: dflt.organizationId, role: 'owner', now });
+    return;
+  }
+  const first = await firstUser(tx);
+  const isDefault = !dflt && first?.id === user.id;
+  // The organization, its project and the membership are written in one flush.
+  const organizationId = newId('org');
+  addOrganizationWithProject(tx, { organizationId, organizationName: user.email, projectId: newId('proj'), projectName: isDefault ? 'Default project' : 'My project', isDefault, now });
+  await insertMembership(tx, { userId: user.id, organizationId, role: 'owner', now });
+}
+
+/**
+ * The installation's default project, where `keys create` without --project puts a key: the
+ * first account's home project once someone signed in (marked default now if it was not yet),
+ * else a new unowned "Default project" that the first account to sign in will own.
+ */
+export async function installationDefaultProject(em: Em, now: Date): Promise<ProjectRow> {
+  return em.transactional(async (tx) => {
+    await lockDefaultProjectOwnership(tx);
+    const existing = await findDefaultProject(tx);
+    if (existing) return existing;
+    const first = await firstUser(tx);
+    if (first) {
+      const home = await findProjectOrFail(tx, (await homeProjectOf(tx, first.id)).id);
+      await markProjectDefault(tx, home);
+      return home;
+    }
+    const organizationId = newId('org');
+    const project = addOrganizationWithProject(tx, { organizationId, organizationName: 'Default project', projectId: newId('proj'), projectName: 'Default project', isDefault: true, now });
+    await tx.flush();
+    return project;
+  });
+}
+
+/** The projects of every organization the member belongs to, oldest first (the dashboard's project switcher). */
+async function memberProjects(em: Em, userId: string): Promise<ProjectRow[]> {
+  return listProjectsOfOrganizations(em, await organizationsOf(em, userId));
 }
 
 /** Resolves a session cookie to the signed-in member; anything wrong is 401 INVALID_SESSION. */
@@ -262,6 +322,7 @@ export async function describeKey(em: Em, auth: AuthContext) {
   const key = auth.keyId ? await findKeyByIdOrFail(em, auth.keyId) : null;
   const user = auth.userId ? await findUserOrFail(em, auth.userId) : null;
   const project = await findProjectOrFail(em, auth.projectId);
+  const projects = user ? await memberProjects(em, user.id) : [project];
   return {
     key: key && {
       id: key.id,
@@ -273,6 +334,7 @@ export async function describeKey(em: Em, auth: AuthContext) {
     },
     user: user && { id: user.id, email: user.email },
     project: { id: project.id, name: project.name, organization_id: project.organizationId },
+    projects: projects.map((p) => ({ id: p.id, name: p.name, organization_id: p.organizationId, is_default: p.isDefault })),
     livemode: auth.livemode,
   };
 }

@@ -48,6 +48,31 @@ export async function firstOrganizationOf(em: Em, userId: string): Promise<strin
   return memberships[0]?.organizationId;
 }
 
+/** The organizations the user belongs to, oldest membership first. */
+export async function organizationsOf(em: Em, userId: string): Promise<string[]> {
+  const memberships = await em.find(Membership, { userId }, { orderBy: { createdAt: 'asc', organizationId: 'asc' } });
+  return memberships.map((m) => m.organizationId);
+}
+
+/** Whether anyone is a member of the organization (memberships_organization_idx). */
+export async function organizationHasMembers(em: Em, organizationId: string): Promise<boolean> {
+  return (await em.count(Membership, { organizationId })) > 0;
+}
+
+/** The installation's first account (oldest user), or null before anyone signed in. */
+export async function firstUser(em: Em): Promise<UserRow | null> {
+  return (await em.find(User, {}, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: 1 }))[0] ?? null;
+}
+
+/**
+ * Serializes who owns the installation's default project until the transaction ends: a first
+ * sign-in and `keys create` decide it under this lock (a transaction-scoped advisory lock, as no
+ * row exists yet to lock when neither a user nor the default project does).
+ */
+export async function lockDefaultProjectOwnership(tx: Em): Promise<void> {
+  await tx.execute("select pg_advisory_xact_lock(hashtextextended('svc:default-project-owner', 0))");
+}
+
 export async function findMembership(em: Em, userId: string, organizationId: string): Promise<MembershipRow | null> {
   return em.findOne(Membership, { userId, organizationId });
 }

@@ -1,7 +1,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isScope, SCOPES, type Scope } from '@svc/contract';
 import type { Orm } from '../../db/orm.js';
-import { createApiKey, createProject, defaultProject, getProject, listApiKeys, listProjects, revokeApiKey } from '../accounts/index.js';
+import { createApiKey, createProject, getProject, listApiKeys, listProjects, revokeApiKey } from '../accounts/index.js';
+import { installationDefaultProject } from '../auth/index.js';
 
 /**
  * The admin CLI's commands (projects, keys), run by `npm run svc` (src/cli.ts) on its own
@@ -84,7 +85,7 @@ const COMMANDS: Record<string, Command> = {
         if (!project) throw new UsageError(`no project ${values.project}`);
         projectId = project.id;
       } else {
-        projectId = (await defaultProject(em, services.now())).id;
+        projectId = (await installationDefaultProject(em, services.now())).id;
       }
       const name = typeof values.name === 'string' ? values.name : null;
       const { key, secret } = await createApiKey(em, { projectId, mode: values.mode, scopes, name, now: services.now() });

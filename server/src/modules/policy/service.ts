@@ -1,4 +1,4 @@
-import { MerchantPolicy, resolvePolicy, type Finding, type RailName } from '@svc/contract';
+import { MerchantPolicy, newAgentPolicyWarnings, resolvePolicy, type Finding, type RailName, type ValidationFinding } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
 import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
@@ -157,10 +157,21 @@ export async function validateDraft(em: Em, m: MerchantRow): Promise<{ findings:
   return { findings, newest };
 }
 
-export async function validateConfig(em: Em, auth: AuthContext, merchantId?: string) {
+const asError = (f: Finding): ValidationFinding => ({ ...f, severity: 'error' });
+
+/**
+ * POST /v1/validate: the draft's errors (publish refuses them) and warnings (publishable: a
+ * policy that turns away every agent without a mandate or history, issue 29).
+ */
+export async function validateConfig(em: Em, auth: AuthContext, merchantId?: string): Promise<{ ok: boolean; findings: ValidationFinding[] }> {
   const m = await resolveMerchant(em, auth, merchantId);
-  const { findings } = await validateDraft(em, m);
-  return { ok: findings.length === 0, findings };
+  const { findings, newest } = await validateDraft(em, m);
+  const parsed = newest ? MerchantPolicy.safeParse(newest.body) : null;
+  const warnings = parsed?.success ? newAgentPolicyWarnings(parsed.data) : [];
+  return {
+    ok: findings.length === 0,
+    findings: [...findings.map(asError), ...warnings.map((f) => ({ ...f, severity: 'warning' as const }))],
+  };
 }
 
 /** Validate, then in one transaction deactivate the active version, activate the newest, bump the manifest version. */
@@ -171,7 +182,7 @@ export async function publishConfig(ctx: Ctx & { auth: AuthContext }, merchantId
     const { findings, newest } = await validateDraft(tx, m);
     if (findings.length > 0) {
       throw new ApiError('CONFIG_INVALID', `Publish refused: ${findings.length} finding(s) (${[...new Set(findings.map((f) => f.code))].join(', ')}); first: ${findings[0]!.human}`, {
-        extra: { published: false, ok: false, findings },
+        extra: { published: false, ok: false, findings: findings.map(asError) },
       });
     }
     const now = ctx.services.now();
