@@ -1,4 +1,4 @@
-import type { Em } from './orm.js';
+import type { Orm } from './orm.js';
 import { BareTx } from './sql.js';
 
 type Rows = Array<Record<string, unknown>>;
@@ -16,8 +16,9 @@ type Pglite = { transaction: <T>(fn: (tx: { query: (text: string, params: unknow
  * MikroORM's exceptions, as from `runSql`. Nothing in `fn` may use the ORM's connection: on PGlite
  * it would wait for this transaction.
  */
-export async function bareTransaction<T>(em: Em, fn: (tx: BareTx) => Promise<T>): Promise<T> {
+export async function bareTransaction<T>(orm: Orm, fn: (tx: BareTx) => Promise<T>): Promise<T> {
   // MikroORM's connection type does not declare the driver's native client (pg.Pool, or the PGlite instance).
+  const { em } = orm; // its connection and driver only: no unit of work, so no request's fork
   const native = (await (em.getConnection() as unknown as { getNativeClient: () => Promise<PgPool | Pglite> }).getNativeClient()) as PgPool | Pglite;
   try {
     if ('transaction' in native) return await native.transaction((tx) => fn(new BareTx(async (st) => (await tx.query(st.text, st.params)).rows)));

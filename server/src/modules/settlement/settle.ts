@@ -164,7 +164,7 @@ async function settleInOneTransaction(input: SettleInput, paymentHash: string, n
   const seen: { session?: SessionRow; refused?: Extract<CheckedPayment, { kind: 'refused' }> } = {};
   let begun: CaptureBegun | OneTransaction;
   try {
-    begun = await bareTransaction(ctx.em, async (tx): Promise<CaptureBegun | OneTransaction> => {
+    begun = await bareTransaction(services.orm, async (tx): Promise<CaptureBegun | OneTransaction> => {
       const locked = await lockSettleRow(tx, input.sessionId, lockRefOf(input.merchant));
       if (!locked || !locked.byRef) return { kind: 'outside', read: null };
       const { session: s, merchant: m } = locked;
