@@ -17,25 +17,23 @@ type Pglite = { transaction: <T>(fn: (tx: { query: (text: string, params: unknow
  * it would wait for this transaction.
  */
 export async function bareTransaction<T>(orm: Orm, fn: (tx: BareTx) => Promise<T>): Promise<T> {
-  // MikroORM's connection type does not declare the driver's native client (pg.Pool, or the PGlite instance).
   const { em } = orm; // its connection and driver only: no unit of work, so no request's fork
-  const native = (await (em.getConnection() as unknown as { getNativeClient: () => Promise<PgPool | Pglite> }).getNativeClient()) as PgPool | Pglite;
-  try {
-    if ('transaction' in native) return await native.transaction((tx) => fn(new BareTx(async (st) => (await tx.query(st.text, st.params)).rows)));
-    return await onPool(native, fn);
-  } catch (err) {
-    throw em.getDriver().convertException(err as Error);
-  }
+  // The driver's errors come out as MikroORM's exceptions (as from `runSql`); `fn`'s own as they are.
+  const driver = <R>(work: Promise<R>) => work.catch((err: unknown) => Promise.reject(em.getDriver().convertException(err as Error)));
+  // MikroORM's connection type does not declare the driver's native client (pg.Pool, or the PGlite instance).
+  const native = await driver((em.getConnection() as unknown as { getNativeClient: () => Promise<PgPool | Pglite> }).getNativeClient());
+  if ('transaction' in native) return native.transaction((tx) => fn(new BareTx(async (st) => (await driver(tx.query(st.text, st.params))).rows)));
+  return onPool(native, driver, fn);
 }
 
-async function onPool<T>(pool: PgPool, fn: (tx: BareTx) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+async function onPool<T>(pool: PgPool, driver: <R>(work: Promise<R>) => Promise<R>, fn: (tx: BareTx) => Promise<T>): Promise<T> {
+  const client = await driver(pool.connect());
   let broken = false;
   try {
-    await client.query('begin', []);
+    await driver(client.query('begin', []));
     // sent with values, so the pool's connection prepares it once under its name (db/prepared-statements.ts)
-    const out = await fn(new BareTx(async (st) => (await client.query(st.text, st.params)).rows));
-    await client.query('commit', []);
+    const out = await fn(new BareTx(async (st) => (await driver(client.query(st.text, st.params))).rows));
+    await driver(client.query('commit', []));
     return out;
   } catch (err) {
     await client.query('rollback', []).catch(() => {
