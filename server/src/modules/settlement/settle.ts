@@ -78,7 +78,8 @@ type Read = { session: SessionRow; merchant: SettleMerchant };
 
 async function settleOnce(input: SettleInput): Promise<SettleResult> {
   const { ctx, payment } = input;
-  const { em, services } = ctx;
+  // (not ctx.em here: the request's entity manager is forked on first use, and the one transaction needs none)
+  const { services } = ctx;
   const now = services.now();
   const paymentHash = canonicalHash(payment);
   const livemode = isRef(input.merchant) ? services.caches.settleRefModes.get(refKey(input.merchant.ref)) : input.merchant.livemode;
@@ -96,6 +97,7 @@ async function settleOnce(input: SettleInput): Promise<SettleResult> {
   const { session, merchant: m } = read;
   if (isRef(input.merchant)) input.merchant.seen?.(m);
 
+  const { em } = ctx;
   const replay = await replayBeforeGate({ em, session, paymentHash, now });
   if (replay) return replay;
   const approved = session.state === 'approved';
