@@ -2,6 +2,8 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { merchantBody, TestApp, type TestKey } from './helpers/harness.js';
 import { expectError, sql } from './helpers/foundation.js';
+import { newBuyer, publishedMerchant } from './helpers/agent.js';
+import { openSession, ordersOf, payX402, settle } from './helpers/agent-protocol.js';
 
 /** PostgreSQL only (it stalls a real PostgreSQL connection): runs when DATABASE_URL is set. */
 /** A TCP relay to the local PostgreSQL that can freeze: bytes stop flowing both ways, like a SIGSTOPped server. */
@@ -183,37 +185,68 @@ describe('issue 24.11: every request answers 503 within its database budget (SVC
     for (const body of bodies) expect(await sql(app, 'select id from merchants where slug = ?', [body.slug])).toEqual([]);
   }, 120_000);
 
-  it('GIVEN a create whose insert waits on a lock WHEN its budget runs out THEN it answers 503 while the lock is still held, and once the lock is gone the merchant does not exist (its transaction was rolled back, not left to commit)', async () => {
-    const body = merchantBody();
+  /**
+   * `request` while another transaction holds `lock` (a LOCK TABLE statement); the lock goes when
+   * the request answered, or after a safety net far beyond the 1 s budget. Whether it answered first.
+   */
+  async function whileLocked<T extends { text: string }>(lock: string, request: () => Promise<T>): Promise<{ res: T; beforeRelease: boolean }> {
     let release!: () => void;
     let locked!: () => void;
     const isLocked = new Promise<void>((r) => (locked = r));
     const holding = app.services.orm.em.fork().transactional(async (tx) => {
-      await tx.execute('lock table merchants in share row exclusive mode');
+      await tx.execute(lock);
       locked();
       await new Promise<void>((r) => (release = r));
     });
     await isLocked;
     let released = false;
-    // A safety net only (the budget is 1 s): if the request does not answer first, the lock goes and the test fails below.
     const safetyNet = setTimeout(() => {
       released = true;
       release();
     }, 45_000);
     try {
-      const res = await viaRelay.request('POST', '/v1/merchants', { key, body });
-      expect(released, res.text).toBe(false);
-      expectError(res, 503, 'DATABASE_UNAVAILABLE');
+      const res = await request();
+      return { res, beforeRelease: !released };
     } finally {
       clearTimeout(safetyNet);
       release();
       await holding;
     }
+  }
+
+  it('GIVEN a create whose insert waits on a lock WHEN its budget runs out THEN it answers 503 while the lock is still held, and once the lock is gone the merchant does not exist (its transaction was rolled back, not left to commit)', async () => {
+    const body = merchantBody();
+    const { res, beforeRelease } = await whileLocked('lock table merchants in share row exclusive mode', () => viaRelay.request('POST', '/v1/merchants', { key, body }));
+    expect(beforeRelease, res.text).toBe(true);
+    expectError(res, 503, 'DATABASE_UNAVAILABLE');
     // Whatever the server still held of that request is gone: the next create of the same slug is the only one.
     expect((await recovered(viaRelay, key)).status).toBe(200);
     expect(await sql(app, 'select id from merchants where slug = ?', [body.slug])).toEqual([]);
     const again = await viaRelay.request('POST', '/v1/merchants', { key, body });
     expect(again.status, again.text).toBe(201);
+    expect(await connectionsInUse()).toBe(0);
+  }, 120_000);
+
+  it('GIVEN a test-mode settle (its one transaction on a bare pooled connection) whose write waits on a lock WHEN its budget runs out THEN 503 while the lock is held, and once it is gone nothing of the settle is there and the same payment settles the session', async () => {
+    const shop = await publishedMerchant(viaRelay, { key, policy: { holdForReviewBelowTier: null, requireMandateOverUsd: null, maxPerTransactionUsd: 1000 } });
+    // a first settle: the merchant's mode is known, so the next one takes the one transaction
+    expect((await payX402(viaRelay, shop.base, await openSession(viaRelay, shop.base, [{ sku: 'coffee', qty: 1 }]), newBuyer())).res.status).toBe(200);
+    const s = await openSession(viaRelay, shop.base, [{ sku: 'coffee', qty: 1 }]);
+    let payment: unknown;
+    const { res, beforeRelease } = await whileLocked('lock table orders in share row exclusive mode', async () => {
+      const paid = await payX402(viaRelay, shop.base, s, newBuyer());
+      payment = paid.payment;
+      return paid.res;
+    });
+    expect(beforeRelease, res.text).toBe(true);
+    expectError(res, 503, 'DATABASE_UNAVAILABLE');
+    // rolled back on the server: no order, no replay reservation, the session still awaits its payment
+    expect(await ordersOf(app, s.id)).toEqual([]);
+    expect(await sql(app, 'select session_id from payment_nonces where session_id = ?', [s.id])).toEqual([]);
+    expect(await sql(app, 'select state from checkout_sessions where id = ?', [s.id])).toEqual([{ state: 'awaiting_payment' }]);
+    const again = await settle(viaRelay, shop.base, s.id, payment);
+    expect(again.status, again.text).toBe(200);
+    expect(await ordersOf(app, s.id)).toHaveLength(1);
     expect(await connectionsInUse()).toBe(0);
   }, 120_000);
 });

@@ -45,9 +45,20 @@ export async function runSql<R = Record<string, unknown>>(em: Em, text: string, 
   }
 }
 
-/** A store's statement run on `em` (its transaction when one is open). */
-export function runStatement<R = Record<string, unknown>>(em: Em, st: Statement): Promise<R[]> {
-  return runSql<R>(em, st.text, st.params);
+/**
+ * A transaction on a bare pooled connection of the ORM's database (db/bare-transaction.ts), with
+ * no unit of work: the settle hot path's. `run` sends one store statement and answers its rows.
+ */
+export class BareTx {
+  constructor(readonly run: (st: Statement) => Promise<Array<Record<string, unknown>>>) {}
+}
+
+/** Where a store's statement runs: an entity manager (its transaction when one is open) or a bare transaction. */
+export type SqlOn = Em | BareTx;
+
+/** A store's statement run on `on`: an entity manager's connection (its transaction when one is open), or a bare transaction. */
+export function runStatement<R = Record<string, unknown>>(on: SqlOn, st: Statement): Promise<R[]> {
+  return on instanceof BareTx ? (on.run(st) as Promise<R[]>) : runSql<R>(on, st.text, st.params);
 }
 
 /**

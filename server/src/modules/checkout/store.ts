@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
-import { entityById, runSql, runStatement, sqlParams, type SqlParams, type Statement } from '../../db/sql.js';
+import { entityById, runSql, runStatement, sqlParams, type SqlOn, type SqlParams, type Statement } from '../../db/sql.js';
 import { SETTLE_MERCHANT_COLUMNS, settleMerchantOf, type SettleMerchant } from '../merchants/index.js';
 import { CheckoutSessionEntity, type SessionRow } from './entity.js';
 
@@ -98,13 +98,11 @@ export async function expireSession(em: Em, sessionId: string): Promise<void> {
 }
 
 /** Reserves a mandate (issuer, subject) for the session by primary key; false when another session holds it. */
-export async function reserveMandateSubject(tx: Em, sessionId: string, issuer: string, subject: string, now: Date): Promise<boolean> {
-  const won = await tx.execute('insert into mandate_subjects (issuer, subject, session_id, created_at) values (?, ?, ?, ?) on conflict do nothing returning subject', [
-    issuer,
-    subject,
-    sessionId,
-    now,
-  ]);
+export async function reserveMandateSubject(tx: SqlOn, sessionId: string, issuer: string, subject: string, now: Date): Promise<boolean> {
+  const won = await runStatement(tx, {
+    text: 'insert into mandate_subjects (issuer, subject, session_id, created_at) values ($1, $2, $3, $4) on conflict do nothing returning subject',
+    params: [issuer, subject, sessionId, now],
+  });
   return won.length > 0;
 }
 
@@ -175,7 +173,7 @@ export type LockedSettle = { session: SessionRow; merchant: SettleMerchant; byRe
  * `merchants` and `receipts` on purpose (docs/contributing.md, "Data access"). Undefined when
  * the session does not exist.
  */
-export async function lockSettleRow(tx: Em, sessionId: string, ref: SettleRef): Promise<LockedSettle | undefined> {
+export async function lockSettleRow(tx: SqlOn, sessionId: string, ref: SettleRef): Promise<LockedSettle | undefined> {
   const [row] = await runStatement(tx, settleRowStatement(sessionId, ref, true));
   return row ? settleRowOf(await withReceiptJws(tx, row)) : undefined;
 }
@@ -186,9 +184,9 @@ export async function lockSettleRow(tx: Em, sessionId: string, ref: SettleRef): 
  * but its join still reads the statement's snapshot, taken before that receipt existed (read
  * committed). Only a settle that raced the first one, and replays it, pays this statement.
  */
-async function withReceiptJws(tx: Em, row: Record<string, unknown>): Promise<Record<string, unknown>> {
+async function withReceiptJws(tx: SqlOn, row: Record<string, unknown>): Promise<Record<string, unknown>> {
   if (row.receipt_id && row.receipt_jws == null) {
-    const [r] = await runSql<{ jws: string }>(tx, 'select jws from receipts where id = $1', [row.receipt_id as string]);
+    const [r] = await runStatement<{ jws: string }>(tx, { text: 'select jws from receipts where id = $1', params: [row.receipt_id as string] });
     row.receipt_jws = r?.jws ?? null;
   }
   return row;
@@ -254,7 +252,7 @@ export type GateInputs = {
  * active policy, and the insert-or-nothing into `payment_nonces` (see `reservePaymentNonce`).
  * It reads `reputation`, `reputation_adjustments` and `policy_versions` on purpose (docs/contributing.md, "Data access").
  */
-export async function readGateInputs(tx: Em, s: GateSubject, nonce: NonceKey | null, now: Date): Promise<GateInputs> {
+export async function readGateInputs(tx: SqlOn, s: GateSubject, nonce: NonceKey | null, now: Date): Promise<GateInputs> {
   const [row] = await runStatement<GateInputsRow>(tx, gateInputsStatement(s, nonce, now));
   return gateInputsOf(row!, nonce);
 }

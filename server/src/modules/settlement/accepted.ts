@@ -1,6 +1,7 @@
 import { unixSeconds } from '../../lib/time.js';
 import type { Decision, ReceiptClaims, SettleAccepted, Total, TrustTier } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
+import type { SqlOn } from '../../db/sql.js';
 import { newId } from '../../lib/ids.js';
 import type { Services } from '../../http/context.js';
 import { totalOf, type SessionRow } from '../checkout/index.js';
@@ -161,7 +162,7 @@ export async function acceptedWrites(
  * session's new columns are also on `s`.
  */
 export async function writeAcceptedFresh(
-  em: Em,
+  em: SqlOn,
   services: Pick<Services, 'box' | 'caches' | 'events'>,
   m: SettleMerchant,
   s: SessionRow,

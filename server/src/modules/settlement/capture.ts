@@ -1,6 +1,7 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { humanOf, type ReasonCode } from '@svc/contract';
 import type { Em } from '../../db/orm.js';
+import type { SqlOn } from '../../db/sql.js';
 import type { Ctx } from '../../http/context.js';
 import { settleMockRail } from '../../rails/index.js';
 import type { Facilitator, PaymentProof } from '../../rails/types.js';
@@ -9,7 +10,7 @@ import type { SettleMerchant } from '../merchants/index.js';
 import type { GateContext } from '../gate/index.js';
 import { writeAccepted, writeAcceptedFresh } from './accepted.js';
 import { attemptFields, markSettled } from './engine.js';
-import type { ReturnState } from './entity.js';
+import type { AttemptRow, ReturnState } from './entity.js';
 import type { SettleResult } from './outcome.js';
 import { addAttempt, insertAttemptSettling } from './store.js';
 
@@ -42,8 +43,8 @@ export function checkNonceHolder(s: SessionRow, holder: string | null | undefine
 }
 
 /** The accept branch of phase 1 (a gated settle, or an approved hold), in its transaction with the session row locked. */
-export type BeginCaptureInput = {
-  tx: Em;
+export type BeginCaptureInput<Tx extends SqlOn = Em> = {
+  tx: Tx;
   services: Ctx['services'];
   merchant: SettleMerchant;
   session: SessionRow;
@@ -61,35 +62,22 @@ export type BeginCaptureInput = {
  */
 export async function beginCapture(input: BeginCaptureInput): Promise<CaptureBegun> {
   const { tx, services, merchant: m, session: s, proof, facilitator } = input;
-  const now = services.now();
-  s.gate = input.gate;
-  const opening = { session: s, facilitator, rail: s.rail, proof, paymentHash: input.paymentHash, returnState: input.returnState, now };
   if (!facilitator || facilitator.inProcess) {
-    const attempt = attemptFields(services, opening);
-    let reference: string;
-    if (!facilitator) {
-      reference = settleMockRail().reference;
-    } else {
-      const settled = await facilitator.settle(proof!, { nowSec: Math.floor(now.getTime() / 1000), waitMs: services.config.SVC_SETTLE_WAIT_MS, recordBroadcast: async () => undefined });
-      if (settled.status === 'failed') throw new CaptureFailure(settled.code, settled.human);
-      if (settled.status !== 'settled') throw new CaptureFailure('CAPTURE_FAILED', 'The in-process facilitator did not settle.');
-      reference = settled.reference;
-    }
-    markSettled(attempt, reference, now);
     if (!s.orderId) {
-      // Inserted already settled, with the order, the receipt, the session, the events and the
-      // reputation deltas: one statement in this transaction (nothing outside was involved).
-      // The unit of work then takes the session as written, so the commit does not write it again.
-      const done = await writeAcceptedFresh(tx, services, m, s, { attempt: { insert: attempt }, paymentHash: input.paymentHash, gate: input.gate, reference, now });
-      if (!done) throw new Error(`settlement attempt ${attempt.id} was not written`);
+      const done = await acceptInProcessFresh(input);
+      // The unit of work takes the session as written, so the commit does not write it again.
       if (isSessionEntity(tx, s)) tx.getUnitOfWork().merge(s);
-      return { kind: 'done', result: done.result };
+      return done;
     }
     // An approved hold's order exists: updated in writeAccepted's one flush, with the attempt inserted settled.
+    const { attempt, reference } = await transferInProcess(input);
     addAttempt(tx, attempt);
     const result = await writeAccepted(tx, services, m, s, { paymentHash: input.paymentHash, gate: input.gate, reference, attemptId: attempt.id });
     return { kind: 'done', result };
   }
+  const now = services.now();
+  s.gate = input.gate;
+  const opening = { session: s, facilitator, rail: s.rail, proof, paymentHash: input.paymentHash, returnState: input.returnState, now };
   s.state = 'settling';
   s.settlePaymentHash = input.paymentHash;
   // One statement: the attempt and the session's phase-1 columns. The unit of work then takes
@@ -108,4 +96,41 @@ export async function beginCapture(input: BeginCaptureInput): Promise<CaptureBeg
   }
   if (isSessionEntity(tx, s)) tx.getUnitOfWork().merge(s);
   return { kind: 'drive', attemptId: attempt.id, proof: proof!, facilitator, session: s };
+}
+
+/**
+ * The transfer of the mock rail or of an in-process facilitator, made in phase 1's transaction
+ * (nothing outside the process is involved, so no second transaction is needed): the attempt,
+ * already settled, and the transfer's reference.
+ */
+async function transferInProcess(input: BeginCaptureInput<SqlOn>): Promise<{ attempt: AttemptRow; reference: string; now: Date }> {
+  const { services, session: s, proof, facilitator } = input;
+  const now = services.now();
+  s.gate = input.gate;
+  const attempt = attemptFields(services, { session: s, facilitator, rail: s.rail, proof, paymentHash: input.paymentHash, returnState: input.returnState, now });
+  let reference: string;
+  if (!facilitator) {
+    reference = settleMockRail().reference;
+  } else {
+    const settled = await facilitator.settle(proof!, { nowSec: Math.floor(now.getTime() / 1000), waitMs: services.config.SVC_SETTLE_WAIT_MS, recordBroadcast: async () => undefined });
+    if (settled.status === 'failed') throw new CaptureFailure(settled.code, settled.human);
+    if (settled.status !== 'settled') throw new CaptureFailure('CAPTURE_FAILED', 'The in-process facilitator did not settle.');
+    reference = settled.reference;
+  }
+  markSettled(attempt, reference, now);
+  return { attempt, reference, now };
+}
+
+/**
+ * The accept branch of phase 1 for a session with no order yet, on the mock rail or an
+ * in-process facilitator: the transfer, then the attempt inserted already settled with the
+ * order, the receipt, the session, the events and the reputation deltas in one statement, on
+ * the unit of work's connection or a bare transaction (settle.ts `settleInOneTransaction`).
+ */
+export async function acceptInProcessFresh(input: BeginCaptureInput<SqlOn>): Promise<CaptureBegun> {
+  const { tx, services, merchant: m, session: s } = input;
+  const { attempt, reference, now } = await transferInProcess(input);
+  const done = await writeAcceptedFresh(tx, services, m, s, { attempt: { insert: attempt }, paymentHash: input.paymentHash, gate: input.gate, reference, now });
+  if (!done) throw new Error(`settlement attempt ${attempt.id} was not written`);
+  return { kind: 'done', result: done.result };
 }

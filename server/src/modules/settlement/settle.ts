@@ -1,6 +1,8 @@
 import { resolvePolicy } from '@svc/contract';
 import type { Hex } from 'viem';
+import { bareTransaction } from '../../db/bare-transaction.js';
 import type { Em } from '../../db/orm.js';
+import type { BareTx } from '../../db/sql.js';
 import type { Ctx } from '../../http/context.js';
 import { canonicalHash } from '../../lib/canonical-json.js';
 import type { Authorization } from '../../lib/eip3009.js';
@@ -14,7 +16,7 @@ import { evaluatePolicy, mandateVerifiableOffline, trustTier, verifyMandate, typ
 import type { SettleMerchant } from '../merchants/index.js';
 import { policyHash } from '../policy/index.js';
 import { applyOutcome, reputationOf, subjectKey, type Reputation } from '../reputation/index.js';
-import { beginCapture, CaptureFailure, checkNonceHolder, nonceKeyOf, reserveNonce, type CaptureBegun } from './capture.js';
+import { acceptInProcessFresh, beginCapture, CaptureFailure, checkNonceHolder, nonceKeyOf, reserveNonce, type CaptureBegun } from './capture.js';
 import { driveAttempt, type AttemptOutcome } from './engine.js';
 import { finishHeld, finishRejected, recordPaymentInvalid, type RejectInput } from './finish.js';
 import { paymentInvalid, rejected, replayOrConflict, settlementPending, TERMINAL, whileSettling, type SettlePayment, type SettleResult } from './outcome.js';
@@ -76,7 +78,8 @@ type Read = { session: SessionRow; merchant: SettleMerchant };
 
 async function settleOnce(input: SettleInput): Promise<SettleResult> {
   const { ctx, payment } = input;
-  const { em, services } = ctx;
+  // (not ctx.em here: the request's entity manager is forked on first use, and the one transaction needs none)
+  const { services } = ctx;
   const now = services.now();
   const paymentHash = canonicalHash(payment);
   const livemode = isRef(input.merchant) ? services.caches.settleRefModes.get(refKey(input.merchant.ref)) : input.merchant.livemode;
@@ -94,6 +97,7 @@ async function settleOnce(input: SettleInput): Promise<SettleResult> {
   const { session, merchant: m } = read;
   if (isRef(input.merchant)) input.merchant.seen?.(m);
 
+  const { em } = ctx;
   const replay = await replayBeforeGate({ em, session, paymentHash, now });
   if (replay) return replay;
   const approved = session.state === 'approved';
@@ -108,7 +112,7 @@ async function settleOnce(input: SettleInput): Promise<SettleResult> {
   }
 
   const begun = await gateTransaction(ctx, session, () =>
-    em.transactional((tx) => gatePhase({ ...input, merchant: m, tx, session, locked: null, paymentHash, approved, mandate, proof: checked.proof, facilitator: checked.facilitator, now })),
+    em.transactional((tx) => gatePhase({ ...input, merchant: m, tx, session, paymentHash, approved, mandate, proof: checked.proof, facilitator: checked.facilitator, now })),
   );
   if (begun.kind === 'done') return begun.result;
   return settleResultOf(await driveAttempt(services, begun.attemptId, begun.proof, begun.facilitator, { merchant: m, session: begun.session }), session);
@@ -162,7 +166,7 @@ async function settleInOneTransaction(input: SettleInput, paymentHash: string, n
   const seen: { session?: SessionRow; refused?: Extract<CheckedPayment, { kind: 'refused' }> } = {};
   let begun: CaptureBegun | OneTransaction;
   try {
-    begun = await ctx.em.transactional(async (tx): Promise<CaptureBegun | OneTransaction> => {
+    begun = await bareTransaction(services.orm, async (tx): Promise<CaptureBegun | OneTransaction> => {
       const locked = await lockSettleRow(tx, input.sessionId, lockRefOf(input.merchant));
       if (!locked || !locked.byRef) return { kind: 'outside', read: null };
       const { session: s, merchant: m } = locked;
@@ -176,25 +180,64 @@ async function settleInOneTransaction(input: SettleInput, paymentHash: string, n
       if (s.state === 'settling') return { kind: 'done', result: whileSettling(s, paymentHash) };
       const facilitator = s.rail === 'x402' ? facilitatorFor(services.facilitators, m.livemode) : null;
       if (sessionStateAt(s, now) === 'expired' || m.livemode || (facilitator && !facilitator.inProcess)) return { kind: 'outside', read };
-      const approved = s.state === 'approved';
-      if (!approved && !mandateVerifiableOffline(s.mandate, mandateContext(ctx, m, s, now))) return { kind: 'outside', read };
+      // An approved hold's order is written through the unit of work: gatePhase's path takes it.
+      if (s.state === 'approved' || !mandateVerifiableOffline(s.mandate, mandateContext(ctx, m, s, now))) return { kind: 'outside', read };
       const checked = await checkPayment({ ctx, merchant: m, session: s, payment, now });
       if (checked.kind === 'refused') {
         seen.refused = checked;
         return { kind: 'outside', read: null };
       }
-      const mandate = await mandateOf({ ctx, merchant: m, session: s, approved, now });
-      if (mandate.present && !mandate.ok && mandate.code === 'MANDATE_ISSUER_UNAVAILABLE') return { kind: 'outside', read };
-      return gatePhase({ ...input, merchant: m, tx, session: s, locked: s, paymentHash, approved, mandate, proof: checked.proof, facilitator, now });
+      const mandate = await mandateOf({ ctx, merchant: m, session: s, approved: false, now });
+      return acceptPhase({ ...input, merchant: m, tx, session: s, paymentHash, mandate, proof: checked.proof, facilitator, now }, read);
     });
   } catch (err) {
-    if (!(err instanceof CaptureFailure) || !seen.session) throw err;
-    begun = await gateTransaction(ctx, seen.session, () => Promise.reject(err));
+    if (err instanceof HandBack) begun = { kind: 'outside', read: err.read };
+    else if (!(err instanceof CaptureFailure) || !seen.session) throw err;
+    else begun = await gateTransaction(ctx, seen.session, () => Promise.reject(err));
   }
   if (seen.refused) return { kind: 'result', result: await refusedPayment(ctx, seen.session!, seen.refused, now) };
   if (begun.kind === 'outside') return begun;
   if (begun.kind === 'done') return { kind: 'result', result: begun.result };
   throw new Error(`settle of ${input.sessionId}: an in-process facilitator left an attempt to drive`);
+}
+
+/** Rolls `settleInOneTransaction`'s transaction back (its reservations with it) and hands the settle to gatePhase's path. */
+class HandBack extends Error {
+  constructor(readonly read: Read) {
+    super('the settle ends through the unit of work');
+  }
+}
+
+/**
+ * Phase 1 in `settleInOneTransaction`'s bare transaction, for the accept it is there for: the
+ * gate's statement (its reads and the authorization's replay reservation), a mandate's subject
+ * reservation, the verdict, and on accept the in-process transfer and its one write. An end
+ * written through the unit of work (a rejection, a hold) rolls back and hands the settle to
+ * gatePhase's path (`HandBack`), which decides it again; a replayed authorization fails the
+ * capture as there (CaptureFailure).
+ */
+async function acceptPhase(input: Omit<GatePhaseInput, 'tx' | 'approved'> & { tx: BareTx }, read: Read): Promise<CaptureBegun> {
+  const { tx, merchant: m, session: s, mandate, proof, now } = input;
+  if (mandate.present && !mandate.ok) throw new HandBack(read);
+  const inputs = await readGateInputs(tx, gateSubjectOf(s, m), proof ? nonceKeyOf(proof) : null, now);
+  if (mandate.present && mandate.ok && mandate.issuer && mandate.subject && !(await reserveMandateSubject(tx, s.id, mandate.issuer, mandate.subject, now))) throw new HandBack(read);
+  const gate = gateVerdict({ session: s, mandate, reputation: reputationOf(inputs.agentReputation), inputs, payment: input.payment });
+  if (proof) checkNonceHolder(s, inputs.nonceHolder);
+  if (gate.verdict.decision !== 'accept') throw new HandBack(read);
+  applyGate(s, gate, input.payment);
+  s.verdict = gate.verdict;
+  return acceptInProcessFresh({ tx, services: input.ctx.services, merchant: m, session: s, paymentHash: input.paymentHash, gate, proof, facilitator: input.facilitator, returnState: 'awaiting_payment' });
+}
+
+/** Whose gate the gate's statement reads for (checkout/store.ts `readGateInputs`). */
+const gateSubjectOf = (s: SessionRow, m: SettleMerchant) => ({ id: s.id, merchantId: s.merchantId, agentId: s.agentId, agentSubject: subjectKey(s.agentId), livemode: m.livemode, projectId: m.projectId });
+
+/** The gate's columns on the session, as the settle's write stores them. */
+function applyGate(s: SessionRow, gate: GateContext, payment: SettlePayment) {
+  s.policyVersion = gate.policyVersion;
+  s.policyHash = gate.policyHash;
+  s.payment = payment as Record<string, unknown>;
+  s.paymentError = null;
 }
 
 /** A refused proof: the answer, and the agent's reputation penalty when the refusal counts (its own transaction). */
@@ -276,8 +319,6 @@ type GatePhaseInput = Omit<SettleInput, 'merchant'> & {
   merchant: SettleMerchant;
   tx: Em;
   session: SessionRow;
-  /** The session as this transaction locked it already (lockSettleRow), else null: gatePhase locks it. */
-  locked: SessionRow | null;
   paymentHash: string;
   approved: boolean;
   mandate: MandateResult;
@@ -297,7 +338,7 @@ async function gatePhase(input: GatePhaseInput): Promise<CaptureBegun> {
   // velocity and daily caps count the agent's other sessions, so a concurrent settle must
   // wait for this one to commit (row locks cover only this session).
   const s = input.session;
-  const locked = input.locked ?? (await lockSessionForGate(tx, s.id, s.merchantId, s.agentId));
+  const locked = await lockSessionForGate(tx, s.id, s.merchantId, s.agentId);
   if (!locked) throw new ApiError('NOT_FOUND', 'No such checkout session.');
   if (TERMINAL.has(locked.state)) return done(replayOrConflict(locked, paymentHash));
   if (locked.state === 'settling') return done(whileSettling(locked, paymentHash));
@@ -312,12 +353,7 @@ async function gatePhase(input: GatePhaseInput): Promise<CaptureBegun> {
     if (proof) await reserveNonce({ tx, now, session: locked, proof });
   } else {
     // The gate's reads and the authorization's replay reservation: one statement.
-    const inputs = await readGateInputs(
-      tx,
-      { id: locked.id, merchantId: locked.merchantId, agentId: locked.agentId, agentSubject: subjectKey(locked.agentId), livemode: m.livemode, projectId: m.projectId },
-      nonceKey,
-      now,
-    );
+    const inputs = await readGateInputs(tx, gateSubjectOf(locked, m), nonceKey, now);
     // The merchant's project's view in its mode: the shared score plus the project's own ingest reports.
     const reputation = reputationOf(inputs.agentReputation);
     const tierNow = trustTier(mandate, reputation.known);
@@ -333,10 +369,7 @@ async function gatePhase(input: GatePhaseInput): Promise<CaptureBegun> {
     // Checked where the reservation used to be taken: a mandate rejection above wins over a replay.
     if (proof) checkNonceHolder(locked, inputs.nonceHolder);
   }
-  locked.policyVersion = gate.policyVersion;
-  locked.policyHash = gate.policyHash;
-  locked.payment = input.payment as Record<string, unknown>;
-  locked.paymentError = null;
+  applyGate(locked, gate, input.payment);
 
   if (!approved) {
     locked.verdict = gate.verdict;

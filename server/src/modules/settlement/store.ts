@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { Em } from '../../db/orm.js';
-import { runSql, runStatement, sqlParams, type SqlParams, type Statement } from '../../db/sql.js';
+import { runSql, runStatement, sqlParams, type SqlOn, type SqlParams, type Statement } from '../../db/sql.js';
 import type { NewEventRow } from '../events/index.js';
 import { eventCtes } from '../events/index.js';
 import { insertOrderSql, insertReceiptSql, type OrderRow, type ReceiptRow } from '../orders/index.js';
@@ -108,7 +108,7 @@ export async function pendingAttemptSession(em: Em, attemptId: string): Promise<
  * `settled` (an in-process facilitator, inside phase 1's transaction). The order's link to its
  * settled attempt is checked at commit (orders_settlement_attempt_fk).
  */
-export async function writeAcceptedAttempt(em: Em, w: AcceptedAttemptWrite): Promise<AcceptedAttemptOutcome> {
+export async function writeAcceptedAttempt(em: SqlOn, w: AcceptedAttemptWrite): Promise<AcceptedAttemptOutcome> {
   return acceptedAttemptOutcome(await runStatement(em, acceptedAttemptStatement(w)));
 }
 
