@@ -1,24 +1,24 @@
 /**
- * `npm run check:packages`: builds @svc/contract, @svc/sdk and @svc/mcp, packs them and runs publint
- * (strict) and attw (ESM-only profile) on the tarballs, as sdk/test/packages.test.ts does.
+ * `npm run check:packages`: builds and packs @svc/contract, @svc/sdk and @svc/mcp (as `npm run
+ * pack:sdk` does) and runs publint (strict) and attw on the tarballs, as sdk/test/packages.test.ts
+ * does: @svc/contract and @svc/sdk ship ES modules and CommonJS, so attw checks every resolution
+ * (node10, node16 from CommonJS and from ESM, bundler); @svc/mcp is an ES-module program with a
+ * bin, checked with attw's ESM-only profile.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildPackages, ROOT } from '../server/test/helpers/build.js';
+import { packPackages, ROOT } from '../server/test/helpers/build.js';
 
-await buildPackages(['contract', 'sdk', 'mcp']);
 const dir = mkdtempSync(join(tmpdir(), 'svc-check-'));
 let failed = false;
 try {
-  for (const pkg of ['contract', 'sdk', 'mcp']) {
-    const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir, '--loglevel=error'], { cwd: join(ROOT, pkg), encoding: 'utf8' });
-    if (packed.status !== 0) throw new Error(`npm pack ${pkg}: ${packed.stderr}`);
-    const tgz = join(dir, (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename);
+  const tarballs = await packPackages(dir);
+  for (const [pkg, tgz] of Object.entries(tarballs)) {
     for (const [cmd, args] of [
       ['node_modules/publint/src/cli.js', ['run', '--strict', tgz]],
-      ['node_modules/@arethetypeswrong/cli/dist/index.js', ['--profile', 'esm-only', tgz]],
+      ['node_modules/@arethetypeswrong/cli/dist/index.js', pkg === 'mcp' ? ['--profile', 'esm-only', tgz] : [tgz]],
     ] as const) {
       const r = spawnSync(process.execPath, [join(ROOT, cmd), ...args], { cwd: ROOT, stdio: 'inherit' });
       if (r.status !== 0) failed = true;

@@ -2,6 +2,8 @@
 // bundler resolution, strict + exactOptionalPropertyTypes) against the packed tarballs, and
 // run with plain node. It configures a merchant with the merchant SDK, receives and verifies
 // the order.settled webhook, and buys with the agent SDK. Prints one JSON line.
+// The project is what `npm init -y` makes (CommonJS), so this ES module is a .mts file; it reads
+// its settings with the project's own zod, the registry's current one (4), beside the SDK's.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MerchantClient, SvcValidationError } from '@svc/sdk/merchant';
@@ -10,9 +12,12 @@ import { verifyWebhook } from '@svc/sdk/webhooks';
 import * as everything from '@svc/sdk';
 import { contract, reasonCodes, type ReasonCode } from '@svc/contract';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { z } from 'zod';
 
-const baseUrl = process.env.SVC_BASE_URL!;
-const apiKey = process.env.SVC_API_KEY!;
+// z.url() is zod 4's: this line does not compile against zod 3.
+const settings = z.object({ SVC_BASE_URL: z.url(), SVC_API_KEY: z.string().min(1) }).parse(process.env);
+const baseUrl = settings.SVC_BASE_URL;
+const apiKey = settings.SVC_API_KEY;
 
 // The README's own lines, as a consumer on exactOptionalPropertyTypes writes them.
 const svc = new MerchantClient({ apiKey, baseUrl, maxRetries: Number(process.env.SVC_RETRIES ?? 2) });
@@ -76,7 +81,8 @@ if (outcome.status !== 'accepted') throw new Error(`purchase not accepted: ${JSO
 const claims = await shop.verifyReceipt(outcome.receipt);
 const offline = await verifyReceipt(outcome.receipt, { jwksUrl: `${baseUrl}/v1/merchants/${merchant.id}/jwks` });
 
-await Promise.race([settledArrived, new Promise((_, fail) => setTimeout(() => fail(new Error('no order.settled webhook within 20 s')), 20_000))]);
+// The deadline's timer is unref'd, so it does not keep the process alive once the webhook came.
+await Promise.race([settledArrived, new Promise((_, fail) => setTimeout(() => fail(new Error('no order.settled webhook within 90 s')), 90_000).unref())]);
 receiver.close();
 
 console.log(
