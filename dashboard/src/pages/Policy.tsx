@@ -6,7 +6,7 @@ import { POLICY_PRESETS } from '@svc/contract';
 import { SvcValidationError } from '@svc/sdk/errors';
 import { ok } from '../api';
 import { useWorkspace } from '../session';
-import { ErrorLine, Loaded, Page, useAction, when, TableHead } from '../ui';
+import { ErrorLine, Loaded, Page, useAction, when, StackTable } from '../ui';
 
 const pretty = (v: unknown) => JSON.stringify(v, null, 2);
 
@@ -120,9 +120,7 @@ export function PolicyPage() {
       <Loaded q={versions}>
         {() => (
           <Stack>
-            <Table.ScrollContainer minWidth={560}>
-              <Table aria-label="Policy versions">
-                <TableHead cols={['Version', 'Status', 'Note', 'Created']} />
+            <StackTable cols={['Version', 'Status', 'Note', 'Created']} aria-label="Policy versions">
                 <Table.Tbody>
                   {list.map((v) => (
                     <Table.Tr key={v.id} data-testid="policy-version">
@@ -133,8 +131,7 @@ export function PolicyPage() {
                     </Table.Tr>
                   ))}
                 </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
+              </StackTable>
             {list.length === 0 && <Text c="dimmed">No versions yet.</Text>}
             {list.length >= 2 && (
               <Stack>

@@ -1,18 +1,6 @@
-import { humanOf, reasonCodes, type ReasonCode, type SessionView, type TrustTier, type VerdictView } from '@svc/contract';
+import { humanOf, reasonCodes, TRUST_TIER_MEANING, type ReasonCode, type SessionView, type TrustTier, type VerdictView } from '@svc/contract';
 
 export type VerdictReason = NonNullable<SessionView['verdictReasons']>[number];
-
-/**
- * What each trust tier means (decisions.md "Trust tiers"): the gate's own scale, read by the
- * policy's tier rules. It is not the reputation tier (risky … elite), which the reputation
- * service gives from the agent's score and `minReputationTier` reads.
- */
-export const TRUST_TIER_MEANING: Record<TrustTier, string> = {
-  premium: 'a valid svc mandate',
-  trusted: 'a valid AP2 or ACP mandate',
-  standard: 'no mandate, but a purchase history the reputation service knows',
-  cautious: 'no mandate and no purchase history the reputation service knows',
-};
 
 const str = (v: unknown): string | null => (typeof v === 'string' || typeof v === 'number' ? String(v) : null);
 
