@@ -10,7 +10,7 @@ export function Page({ title, actions, children }: { title: string; actions?: Re
   return (
     <Stack gap="md" maw={1200}>
       <Group justify="space-between" wrap="wrap">
-        <Title order={1} fz="h2">
+        <Title order={1} fz="h2" style={{ overflowWrap: 'anywhere' }}>
           {title}
         </Title>
         {actions}

@@ -81,15 +81,15 @@ function exportRecord(o: OrderRow): Record<(typeof ORDER_EXPORT_COLUMNS)[number]
  * refusal is still an error response; then one keyset query per EXPORT_BATCH orders, each
  * written before the next is read (the stream's backpressure paces the reads).
  */
-export async function exportOrdersCsv(em: Em, auth: AuthContext, q: OrderExportQuery): Promise<Readable> {
+export async function exportOrdersCsv(em: Em, auth: AuthContext, q: OrderExportQuery, batchSize = EXPORT_BATCH): Promise<Readable> {
   const { scope, filters } = await feedQuery(em, auth, q);
-  const first = await listOrderRows(em, scope, filters, EXPORT_BATCH);
+  const first = await listOrderRows(em, scope, filters, batchSize);
   async function* records() {
     let batch = first;
     while (batch.length > 0) {
       for (const o of batch) yield exportRecord(o);
-      if (batch.length < EXPORT_BATCH) return;
-      batch = await listOrderRows(em, scope, { ...filters, beforeId: batch.at(-1)!.id }, EXPORT_BATCH);
+      if (batch.length < batchSize) return;
+      batch = await listOrderRows(em, scope, { ...filters, beforeId: batch.at(-1)!.id }, batchSize);
     }
   }
   const csv = stringify({ header: true, columns: [...ORDER_EXPORT_COLUMNS], cast: { string: csvSafe } });
