@@ -1,5 +1,5 @@
 import { useId, type ComponentProps, type ReactNode } from 'react';
-import { Alert, Anchor, Button, Center, Group, Loader, Modal, Stack, Table, Text, Title } from '@mantine/core';
+import { Alert, Anchor, Button, Center, Group, Loader, Modal, Stack, Table, Text, Textarea, Title, type TextareaProps } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { useMutation, useQueryClient, type UseQueryResult } from '@tanstack/react-query';
 import { Link } from 'react-router';
@@ -135,6 +135,11 @@ export function TableHead({ cols }: { cols: string[] }) {
       </Table.Tr>
     </Table.Thead>
   );
+}
+
+/** A growing text area for code a person pastes or types (a signature, JSON), in the monospace font. */
+export function CodeTextarea(props: TextareaProps) {
+  return <Textarea autosize minRows={2} styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)' } }} {...props} />;
 }
 
 /** Below this width a StackTable shows each row as a card of "column: value" lines. */

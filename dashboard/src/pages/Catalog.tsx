@@ -5,7 +5,7 @@ import type { CatalogItem, CatalogItemInput } from '@svc/contract';
 import { SvcConflictError } from '@svc/sdk/errors';
 import { fieldMessage, ok, unplaced } from '../api';
 import { useWorkspace } from '../session';
-import { Confirm, ErrorLine, Loaded, Page, useAction, StackTable } from '../ui';
+import { CodeTextarea, Confirm, ErrorLine, Loaded, Page, useAction, StackTable } from '../ui';
 
 
 /** Edits an item (`initial`, as listed) into the body that creates it. */
@@ -60,13 +60,10 @@ function ItemForm({ initial, onSubmit, busy, error, submitLabel }: { initial?: C
         <TextInput label="Category" value={category} onChange={(e) => setCategory(e.currentTarget.value)} error={fieldMessage(error, 'category')} />
         <Textarea label="Description" description="What agents read about the product" autosize minRows={2} maxLength={5000} value={description} onChange={(e) => setDescription(e.currentTarget.value)} error={fieldMessage(error, 'description')} />
         <TextInput label="Unit" description="What one quantity is, e.g. cup, kg, month" maxLength={50} value={unit} onChange={(e) => setUnit(e.currentTarget.value)} error={fieldMessage(error, 'unit')} />
-        <Textarea
+        <CodeTextarea
           label="Metadata"
           description="Your own keys and values, as a JSON object"
           placeholder='{"origin": "Ethiopia"}'
-          autosize
-          minRows={2}
-          styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)' } }}
           value={metadata}
           onChange={(e) => setMetadata(e.currentTarget.value)}
           error={metadataError ?? fieldMessage(error, 'metadata')}

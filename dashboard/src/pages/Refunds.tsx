@@ -1,11 +1,11 @@
 import { useState } from 'react';
-import { Alert, Anchor, Badge, Button, Code, Group, Modal, Paper, Select, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
+import { Alert, Anchor, Badge, Button, Code, Group, Modal, Paper, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { RefundReason, type Refund, type RefundStatus, type RefundStatusOfOrder, type SessionView } from '@svc/contract';
 import { refundTypedDataV4 } from '@svc/sdk/refunds';
 import { ok } from '../api';
 import { useWorkspace } from '../session';
-import { ErrorLine, Loaded, StackTable, useAction, when } from '../ui';
+import { CodeTextarea, ErrorLine, Loaded, StackTable, useAction, when } from '../ui';
 
 /**
  * Refunds on the order page (docs/dashboard.md "Refunds"): the merchant asks for a refund, the
@@ -297,12 +297,9 @@ function RefundDialog({ session, remaining, resumeId, onClose }: { session: Sess
                       </Text>
                     )}
                   </Group>
-                  <Textarea
+                  <CodeTextarea
                     label="Signature"
                     description="Or paste the signature made elsewhere (0x…, 65 bytes)."
-                    autosize
-                    minRows={2}
-                    styles={{ input: { fontFamily: 'monospace' } }}
                     value={pasted}
                     onChange={(e) => setPasted(e.currentTarget.value)}
                   />
