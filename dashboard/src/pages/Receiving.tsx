@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { Button, Checkbox, Group, Paper, Select, Stack, Text, TextInput, Title } from '@mantine/core';
+import { Button, Checkbox, Paper, Select, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { ChainName, CHAINS } from '@svc/contract';
 import { fieldMessage, ok, unplaced } from '../api';
@@ -66,7 +66,7 @@ export function ReceivingPage() {
                   USDC (x402)
                 </Title>
                 <Checkbox label="Accept USDC through x402" checked={useX402} onChange={(e) => setUseX402(e.currentTarget.checked)} />
-                <Group grow align="flex-start">
+                <SimpleGrid cols={{ base: 1, sm: 2 }}>
                   <Select label="Chain" disabled={!useX402} allowDeselect={false} value={chain} onChange={setChain} data={chainsFor(live)} error={fieldMessage(save.error, 'receiving.x402.chain')} />
                   <TextInput
                     label="Receiving address"
@@ -77,7 +77,7 @@ export function ReceivingPage() {
                     onChange={(e) => setAddress(e.currentTarget.value)}
                     error={fieldMessage(save.error, 'receiving.x402.address')}
                   />
-                </Group>
+                </SimpleGrid>
                 {!live && (
                   <>
                     <Title order={2} fz="h4">
