@@ -779,6 +779,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orders/export.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export the order feed as CSV
+         * @description Every order of the key's project and mode matching the filters (the feed's filters, without pages), streamed newest first. Send created_gte and created_lt for a date range. Content-Disposition names a file orders-<mode>.csv.
+         *
+         *     Auth: API key (Bearer) with scope `orders:read`, or a signed-in member's session cookie.
+         */
+        get: operations["exportOrdersCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/orders/summary": {
         parameters: {
             query?: never;
@@ -888,6 +910,28 @@ export interface paths {
          *     Auth: API key (Bearer) with scope `merchants:write`, or a signed-in member's session cookie. Accepts an Idempotency-Key header.
          */
         put: operations["putReceiving"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/receiving/balance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the USDC balance of the x402 receiving address on chain (live mode)
+         * @description balanceOf on the chain's USDC contract through the live facilitator's chain node, with a timeout. 409 RECEIVING_BALANCE_UNAVAILABLE in test mode or without x402 receiving; 503 FACILITATOR_UNAVAILABLE when the node does not answer.
+         *
+         *     Auth: API key (Bearer) with scope `merchants:read`, or a signed-in member's session cookie.
+         */
+        get: operations["getReceivingBalance"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -1338,6 +1382,8 @@ export interface components {
             merchantId: string;
             next?: string;
             orderId: string | null;
+            /** @description The wallet address that signed the x402 payment authorization (its `from`), once a payment was submitted; null on other rails. */
+            payer?: string | null;
             /** @description Why the last payment failed to settle (for example CAPTURE_FAILED after a pending settlement did not land); pay again. */
             paymentError?: {
                 errorHuman: string;
@@ -1370,6 +1416,14 @@ export interface components {
                 /** @enum {string} */
                 tier: "premium" | "trusted" | "standard" | "cautious";
             } | null;
+            /** @description The verdict's reason codes explained: which rule of the policy decided and on what. */
+            verdictReasons?: {
+                code: string;
+                /** @description The policy field that decided (e.g. holdForReviewBelowTier), null when no rule did. */
+                rule: string | null;
+                /** @description What the rule saw, in words. */
+                text: string;
+            }[];
         };
         EndpointTestWebhookEvent: {
             /** @enum {string} */
@@ -1389,7 +1443,7 @@ export interface components {
             /** @description One line for humans; never parse it. */
             error_human: string;
             /** @description Stable SCREAMING_SNAKE_CASE codes; the first decides the status. */
-            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CONTRACT_SIGNATURE_UNVERIFIABLE" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "ERC6492_FACTORY_NOT_ALLOWED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_AMOUNT_OUT_OF_RANGE" | "MANDATE_BUDGET_EXCEEDED" | "MANDATE_CART_MISMATCH" | "MANDATE_CONSTRAINT_UNSUPPORTED" | "MANDATE_CURRENCY_MISMATCH" | "MANDATE_DISCLOSURE_INVALID" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_ISSUER_UNKNOWN" | "MANDATE_KEY_BINDING_INVALID" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "METHOD_NOT_ALLOWED" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "ORDER_NOT_REFUNDABLE" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_HOLDS_NEW_AGENTS" | "POLICY_RAILS_UNSATISFIABLE" | "POLICY_REJECTS_NEW_AGENTS" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REFUND_AUTHORIZATION_EXPIRED" | "REFUND_EXCEEDS_REMAINING" | "REFUND_NOT_AUTHORIZABLE" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
+            reason_codes: ("AGENT_BLOCKED" | "BAD_REQUEST" | "CAPTURE_FAILED" | "CATALOG_CURRENCY_UNSETTLEABLE" | "CONFIG_INVALID" | "CONTRACT_SIGNATURE_UNVERIFIABLE" | "CSRF_REJECTED" | "CURRENCY_UNSUPPORTED" | "DATABASE_UNAVAILABLE" | "DEVICE_CODE_EXPIRED" | "DOMAIN_VERIFICATION_FAILED" | "ERC6492_FACTORY_NOT_ALLOWED" | "EXPECTATION_FAILED" | "FACILITATOR_UNAVAILABLE" | "HOLD_FOR_REVIEW" | "IDEMPOTENCY_KEY_IN_PROGRESS" | "IDEMPOTENCY_KEY_REUSED" | "INSUFFICIENT_FUNDS" | "INSUFFICIENT_SCOPE" | "INTENT_FORBIDDEN_KEYWORD" | "INTENT_MISMATCH" | "INTERNAL_ERROR" | "INVALID_API_KEY" | "INVALID_SESSION" | "KEY_MODE_FORBIDDEN" | "KEY_NOT_ACTIVE" | "LIVE_KEY_REQUIRED" | "MANDATE_AGENT_MISMATCH" | "MANDATE_AMOUNT_INSUFFICIENT" | "MANDATE_AMOUNT_OUT_OF_RANGE" | "MANDATE_BUDGET_EXCEEDED" | "MANDATE_CART_MISMATCH" | "MANDATE_CONSTRAINT_UNSUPPORTED" | "MANDATE_CURRENCY_MISMATCH" | "MANDATE_DISCLOSURE_INVALID" | "MANDATE_EXPIRED" | "MANDATE_INVALID_SIGNATURE" | "MANDATE_ISSUER_UNAVAILABLE" | "MANDATE_ISSUER_UNKNOWN" | "MANDATE_KEY_BINDING_INVALID" | "MANDATE_MALFORMED" | "MANDATE_MERCHANT_MISMATCH" | "MANDATE_NOT_APPROVED" | "MANDATE_REPLAY" | "MANDATE_REQUIRED" | "MANDATE_TYPE_UNSUPPORTED" | "MERCHANT_DECLINED" | "MERCHANT_DOMAIN_TAKEN" | "MERCHANT_SLUG_TAKEN" | "METHOD_NOT_ALLOWED" | "NONCE_ALREADY_USED" | "NOT_FOUND" | "OK" | "ORDER_NOT_REFUNDABLE" | "OVER_DAILY_CAP" | "OVER_PER_TX_CAP" | "PAYLOAD_TOO_LARGE" | "PAYMENT_AMOUNT_MISMATCH" | "PAYMENT_EXPIRED" | "PAYMENT_MALFORMED" | "PAYMENT_NETWORK_MISMATCH" | "PAYMENT_NOT_YET_VALID" | "PAYMENT_RECIPIENT_MISMATCH" | "PAYMENT_SCHEME_UNSUPPORTED" | "POLICY_FIELD_INVALID" | "POLICY_FIELD_UNKNOWN" | "POLICY_HOLDS_NEW_AGENTS" | "POLICY_RAILS_UNSATISFIABLE" | "POLICY_REJECTS_NEW_AGENTS" | "PRICE_AMOUNT_INVALID" | "PRODUCT_SKU_TAKEN" | "RAIL_NOT_ALLOWED" | "RAIL_NOT_IMPLEMENTED" | "RATE_LIMITED" | "RATE_LIMITED_DAILY" | "RATE_LIMITED_HOURLY" | "REAUTHORIZATION_REQUIRED" | "RECEIPT_MALFORMED" | "RECEIVING_ADDRESS_INVALID" | "RECEIVING_ASSET_UNKNOWN" | "RECEIVING_BALANCE_UNAVAILABLE" | "RECEIVING_CHAIN_UNSUPPORTED" | "RECEIVING_MOCK_IN_LIVE" | "RECEIVING_NO_RAIL_ENABLED" | "RECEIVING_RAIL_UNKNOWN" | "REFUND_AUTHORIZATION_EXPIRED" | "REFUND_EXCEEDS_REMAINING" | "REFUND_NOT_AUTHORIZABLE" | "REPUTATION_TOO_LOW" | "REQUEST_HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "REVIEW_WINDOW_EXPIRED" | "SESSION_ALREADY_SETTLED" | "SESSION_EXPIRED" | "SESSION_NOT_FOUND" | "SESSION_NOT_HELD" | "SESSION_NOT_INGESTIBLE" | "SETTLEMENT_IN_PROGRESS" | "SETTLEMENT_PENDING" | "SIGNER_MISMATCH" | "SIGN_IN_LINK_EXPIRED" | "SKU_UNAVAILABLE" | "SKU_UNKNOWN" | "SLOW_DOWN" | "TEST_MODE_RAIL_FORBIDDEN" | "UNAUTHENTICATED" | "VALIDATION_FAILED" | "WEBHOOK_ENDPOINT_DISABLED" | "WEBHOOK_ENDPOINT_LIMIT" | "WEBHOOK_URL_INVALID")[];
         };
         Jwks: {
             keys: components["schemas"]["PublicJwk"][];
@@ -4514,7 +4568,7 @@ export interface operations {
                 /** @description The previous page's next_cursor. */
                 cursor?: string;
                 type?: "order.accepted" | "order.settled" | "order.rejected" | "order.held" | "refund.created" | "refund.succeeded" | "refund.failed" | "webhook_endpoint.test";
-                /** @description Only the events of this order (data.object.id). */
+                /** @description Only the events of this order: its order.* events (data.object.id) and its refunds' refund.* events (data.object.order_id). */
                 order_id?: string;
             };
             header?: never;
@@ -6827,6 +6881,8 @@ export interface operations {
                 cursor?: string;
                 /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
                 merchant_id?: string;
+                /** @description Search: the orders whose id (ord_…), session id (sess_…) or agent id is exactly this (agent ids compare case-insensitively). */
+                q?: string;
                 /** @description Only orders with this decision (a held order that was approved reads accept). */
                 decision?: "accept" | "reject" | "hold";
                 /** @description Only orders of this agent. */
@@ -6886,6 +6942,116 @@ export interface operations {
                         has_more: boolean;
                         next_cursor: string | null;
                     };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportOrdersCsv: {
+        parameters: {
+            query?: {
+                /** @description Id with prefix mrch_; an unknown id of any shape is 404 NOT_FOUND. */
+                merchant_id?: string;
+                /** @description Search: the orders whose id (ord_…), session id (sess_…) or agent id is exactly this (agent ids compare case-insensitively). */
+                q?: string;
+                /** @description Only orders with this decision (a held order that was approved reads accept). */
+                decision?: "accept" | "reject" | "hold";
+                /** @description Only orders of this agent. */
+                agent_id?: string;
+                /** @description Only orders decided at this trust tier. */
+                trust_tier?: "premium" | "trusted" | "standard" | "cautious";
+                /** @description Only orders created at or after this time (ISO 8601 with Z or an offset; send + as %2B). */
+                created_gte?: string;
+                /** @description Only orders created before this time. */
+                created_lt?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description RFC 4180 CSV, UTF-8, a header row then one row per order, newest first, columns id, created_at, merchant_id, session_id, agent_id, decision, trust_tier, source, currency, subtotal, tax, total, amount_refunded, refund_status, rail_name, settlement_ref, receipt_id, mandate_type. Money is the exact decimal string; a cell starting with =, +, -, @, tab or carriage return is prefixed with an apostrophe so a spreadsheet never runs it as a formula. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
                 };
             };
             /** @description Bad Request: malformed JSON or failed validation */
@@ -7943,6 +8109,126 @@ export interface operations {
             };
             408: components["responses"]["RequestTimeout"];
             /** @description Conflict: IDEMPOTENCY_KEY_REUSED or IDEMPOTENCY_KEY_IN_PROGRESS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payload Too Large (over 256 KB) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            417: components["responses"]["ExpectationFailed"];
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            431: components["responses"]["RequestHeadersTooLarge"];
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getReceivingBalance: {
+        parameters: {
+            query?: {
+                /** @description Defaults to the project's default merchant in the key's mode. */
+                merchant_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The receiving address (checksummed). */
+                        address: string;
+                        /** @enum {string} */
+                        asset: "USDC";
+                        /** @description Exact decimal string: the address's USDC balance on chain (6 decimals). */
+                        balance: string;
+                        /** @description The same balance in integer base units. */
+                        base_units: string;
+                        /** @enum {string} */
+                        chain: "base" | "base-sepolia";
+                        /** @description ISO 8601 UTC timestamp */
+                        read_at: string;
+                    };
+                };
+            };
+            /** @description Bad Request: malformed JSON or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthenticated: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: missing scope or wrong mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found (also cross-mode access) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /** @description Conflict */
             409: {
                 headers: {
                     [name: string]: unknown;

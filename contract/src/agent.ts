@@ -147,6 +147,17 @@ export const SessionView = z.object({
   railName: RailName,
   paymentRequired: PaymentRequired.optional(),
   verdict: VerdictView.nullable(),
+  verdictReasons: z
+    .array(
+      z.object({
+        code: z.string(),
+        rule: z.string().nullable().describe('The policy field that decided (e.g. holdForReviewBelowTier), null when no rule did.'),
+        text: z.string().describe('What the rule saw, in words.'),
+      }),
+    )
+    .optional()
+    .describe('The verdict\'s reason codes explained: which rule of the policy decided and on what.'),
+  payer: z.string().nullable().optional().describe('The wallet address that signed the x402 payment authorization (its `from`), once a payment was submitted; null on other rails.'),
   receipt: z.string().nullable(),
   orderId: z.string().nullable(),
   settlement: z.object({ rail: z.string(), reference: z.string() }).nullable(),

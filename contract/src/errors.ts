@@ -47,6 +47,7 @@ export const REASON_CODES = {
   RECEIVING_ASSET_UNKNOWN: { status: 400, human: 'The (chain, asset) pair is not in the token registry; only USDC is supported.' },
   RECEIVING_NO_RAIL_ENABLED: { status: 400, human: 'At least one receiving rail must be configured.' },
   RECEIVING_MOCK_IN_LIVE: { status: 400, human: 'The mock rail cannot be used on a live merchant.' },
+  RECEIVING_BALANCE_UNAVAILABLE: { status: 409, human: 'The receiving balance is read on chain in live mode only, for a merchant that receives USDC over x402.' },
   POLICY_FIELD_UNKNOWN: { status: 400, human: 'The policy has a field that is not a known MerchantPolicy field.' },
   POLICY_FIELD_INVALID: { status: 400, human: 'A policy field has the wrong type or an invalid value.' },
   CATALOG_CURRENCY_UNSETTLEABLE: { status: 400, human: 'A catalog item is priced in a currency no configured rail can settle.' },

@@ -65,18 +65,52 @@ export type OrderEventObject = z.infer<typeof OrderEventObject>;
 
 const SessionParams = z.object({ id: idRef('sess') });
 
-/** The order feed's query: every filter narrows the feed, and they combine (all must hold). */
-export const OrderListQuery = ListQuery(50)
-  .extend({
+/** The filters the feed and its CSV export share: every filter narrows, and they combine (all must hold). */
+const OrderFilters = z.object({
     merchant_id: idRef('mrch').optional(),
+    q: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('Search: the orders whose id (ord_…), session id (sess_…) or agent id is exactly this (agent ids compare case-insensitively).'),
     decision: Decision.optional().describe('Only orders with this decision (a held order that was approved reads accept).'),
     agent_id: z.string().min(1).max(200).optional().describe('Only orders of this agent.'),
     trust_tier: TrustTier.optional().describe('Only orders decided at this trust tier.'),
     created_gte: IsoTimestampQuery.optional().describe('Only orders created at or after this time (ISO 8601 with Z or an offset; send + as %2B).'),
     created_lt: IsoTimestampQuery.optional().describe('Only orders created before this time.'),
-  })
-  .strict();
+});
+
+/** The order feed's query: the filters, one page of them. */
+export const OrderListQuery = ListQuery(50).extend(OrderFilters.shape).strict();
 export type OrderListQuery = z.infer<typeof OrderListQuery>;
+
+/** The CSV export's query: the feed's filters, every matching order (no pages). */
+export const OrderExportQuery = OrderFilters.strict();
+export type OrderExportQuery = z.infer<typeof OrderExportQuery>;
+
+/** The CSV export's columns, in order (docs/management-api.md, "Exporting orders"). */
+export const ORDER_EXPORT_COLUMNS = [
+  'id',
+  'created_at',
+  'merchant_id',
+  'session_id',
+  'agent_id',
+  'decision',
+  'trust_tier',
+  'source',
+  'currency',
+  'subtotal',
+  'tax',
+  'total',
+  'amount_refunded',
+  'refund_status',
+  'rail_name',
+  'settlement_ref',
+  'receipt_id',
+  'mandate_type',
+] as const;
 
 /** An exact decimal string of any size (a sum of money): never a JSON number. */
 const DecimalSum = z.string().regex(/^\d+\.\d+$/, 'must be a decimal string like "12.50"').describe('Exact decimal string, at least two decimals.');
@@ -115,6 +149,26 @@ export const ordersContract = c.router({
     description:
       'Scoped to the key\'s project and mode (and to one merchant with merchant_id; failing_endpoints is always the whole project\'s, endpoints belong to the project). Days are calendar days in tz. Volumes are exact decimal strings summed by the database.',
     metadata: meta({ auth: 'key', scopes: ['orders:read'], tag: 'Orders', operationId: 'getOrdersSummary' }),
+  },
+  // Declared before any /v1/orders/:id route could be, like summary.
+  export: {
+    method: 'GET',
+    path: '/export.csv',
+    query: OrderExportQuery,
+    responses: {
+      200: c.otherResponse({
+        contentType: 'text/csv',
+        body: z
+          .string()
+          .describe(
+            `RFC 4180 CSV, UTF-8, a header row then one row per order, newest first, columns ${ORDER_EXPORT_COLUMNS.join(', ')}. Money is the exact decimal string; a cell starting with =, +, -, @, tab or carriage return is prefixed with an apostrophe so a spreadsheet never runs it as a formula.`,
+          ),
+      }),
+    },
+    summary: 'Export the order feed as CSV',
+    description:
+      'Every order of the key\'s project and mode matching the filters (the feed\'s filters, without pages), streamed newest first. Send created_gte and created_lt for a date range. Content-Disposition names a file orders-<mode>.csv.',
+    metadata: meta({ auth: 'key', scopes: ['orders:read'], tag: 'Orders', operationId: 'exportOrdersCsv' }),
   },
   list: {
     method: 'GET',

@@ -5,6 +5,17 @@ import { RailName } from './merchants.js';
 
 export const TrustTier = z.enum(['premium', 'trusted', 'standard', 'cautious']);
 export type TrustTier = z.infer<typeof TrustTier>;
+/**
+ * What each trust tier means (decisions.md "Trust tiers"): the gate's own scale, read by the
+ * policy's tier rules (holdForReviewBelowTier). It is not the reputation tier (risky … elite),
+ * which the reputation service derives from the agent's score and minReputationTier reads.
+ */
+export const TRUST_TIER_MEANING: Record<TrustTier, string> = {
+  premium: 'a valid svc mandate',
+  trusted: 'a valid AP2 or ACP mandate',
+  standard: 'no mandate, but a purchase history the reputation service knows',
+  cautious: 'no mandate and no purchase history the reputation service knows',
+};
 export const ReputationTier = z.enum(['risky', 'standard', 'trusted', 'elite']);
 export type ReputationTier = z.infer<typeof ReputationTier>;
 

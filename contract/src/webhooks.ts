@@ -244,7 +244,7 @@ const eventRoutes = c.router({
     query: ListQuery(20)
       .extend({
         type: WebhookEventType.optional(),
-        order_id: prefixedId('ord').optional().describe('Only the events of this order (data.object.id).'),
+        order_id: prefixedId('ord').optional().describe('Only the events of this order: its order.* events (data.object.id) and its refunds\' refund.* events (data.object.order_id).'),
       })
       .strict(),
     responses: { 200: listEnvelope(WebhookEvent) },

@@ -47,19 +47,48 @@ export async function ok<R extends Answer>(call: Promise<R>) {
   return unwrap(res);
 }
 
-/** The server's message for one body field ("body.price.amount: must be …"), to show beside that field. */
+/** The server's findings, one per part of its `error_human` ("a.b: must …; c: must …"). */
+const findingsOf = (err: SvcApiError) => err.errorHuman.replace(/\.$/, '').split('; ');
+
+/**
+ * The server's message for one body field ("body.price.amount: must be …" or
+ * "receiving.x402.address: must be …"), without the path, to show beside that field.
+ */
 export function fieldMessage(err: unknown, field: string): string | undefined {
   if (!(err instanceof SvcApiError)) return undefined;
-  const prefix = `body.${field}`;
-  const text = err.errorHuman;
-  if (!text.startsWith(`${prefix}:`) && !text.startsWith(`${prefix}.`)) return undefined;
-  return text.slice(text.indexOf(':') + 1).trim();
+  for (const text of findingsOf(err)) {
+    const path = text.slice(0, text.indexOf(':')).replace(/^body\./, '');
+    if (text.includes(':') && (path === field || path.startsWith(`${field}.`))) return `${text.slice(text.indexOf(':') + 1).trim().replace(/^./, (c) => c.toUpperCase())}.`;
+  }
+  return undefined;
+}
+
+/** The error, unless every finding in it is shown beside one of `fields` (then the form shows nothing above them). */
+export const unplaced = (err: unknown, fields: string[]) => (err && !fields.some((f) => fieldMessage(err, f)) ? err : null);
+
+/** Field paths a merchant sees, in words ("receiving.x402.address" -> "Receiving address"); other paths read as their last part. */
+const FIELD_WORDS: Record<string, string> = {
+  'receiving.x402.address': 'Receiving address',
+  'receiving.x402.chain': 'Chain',
+  'receiving.x402.asset': 'Asset',
+  'receiving.mock.account': 'Mock account',
+  'price.amount': 'Price',
+  'price.currency': 'Currency',
+};
+const fieldWords = (path: string) => {
+  const p = path.replace(/^(body|query)\./, '');
+  return FIELD_WORDS[p] ?? (p.split('.').at(-1) ?? p).replaceAll('_', ' ').replace(/^./, (c) => c.toUpperCase());
+};
+
+/** The server's text with each leading field path ("receiving.x402.address: …") in words ("Receiving address: …"). */
+export function inWords(human: string): string {
+  return human.replace(/(^|; )((?:body\.|query\.)?[a-z][\w]*(?:\.[\w]+)+): /g, (_m, lead: string, path: string) => `${lead}${fieldWords(path)}: `);
 }
 
 /** A human line for any error thrown by `ok` (or anything else): the server's text and its codes. */
 export function errorText(err: unknown): string {
   if (err instanceof SvcApiError) {
-    return err.reasonCodes.length ? `${err.errorHuman} (${err.reasonCodes.join(', ')})` : `The server answered ${err.status}. (HTTP_${err.status})`;
+    return err.reasonCodes.length ? `${inWords(err.errorHuman)} (${err.reasonCodes.join(', ')})` : `The server answered ${err.status}. (HTTP_${err.status})`;
   }
   if (err instanceof SvcConnectionError) return `${err.message} (NETWORK_ERROR)`;
   return err instanceof Error ? err.message : String(err);

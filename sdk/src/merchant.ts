@@ -86,6 +86,8 @@ export const ReceivingResource = resource({
   get: method('receiving.get'),
   /** PUT /v1/receiving: replaces the whole receiving configuration. */
   put: method('receiving.put'),
+  /** GET /v1/receiving/balance (live mode): the x402 receiving address's USDC balance, read on chain. */
+  balance: method('receiving.balance'),
 });
 export type ReceivingResource = InstanceType<typeof ReceivingResource>;
 
@@ -106,9 +108,12 @@ export type PolicyResource = InstanceType<typeof PolicyResource>;
 export const OrdersResource = resource({
   /**
    * GET /v1/orders, newest first: iterate it, or `.page()` for one page. Filters (`decision`,
-   * `agent_id`, `trust_tier`, `created_gte`, `created_lt`, `merchant_id`) combine and hold on every page.
+   * `agent_id`, `trust_tier`, `created_gte`, `created_lt`, `merchant_id`, and `q`: an order id, a
+   * session id or an agent id) combine and hold on every page.
    */
   list: listMethod('orders.list'),
+  /** GET /v1/orders/export.csv: every order matching the same filters (no pages), as one CSV string. */
+  exportCsv: method('orders.export'),
   /** GET /v1/orders/summary: today, the last 7 and 14 days (calendar days in `tz`, default UTC), holds waiting, failing endpoints. */
   summary: method('orders.summary'),
 });

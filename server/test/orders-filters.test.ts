@@ -5,6 +5,7 @@ import { publishedMerchant } from './helpers/agent.js';
 import { openSession, settle } from './helpers/agent-protocol.js';
 import { expectError } from './helpers/foundation.js';
 import { TestApp, type TestKey } from './helpers/harness.js';
+import { ingestOrder as ingestAt } from './helpers/orders.js';
 
 /**
  * GET /v1/orders filters (decision, agent_id, trust_tier, created_gte, created_lt) and
@@ -18,7 +19,6 @@ let shop: Awaited<ReturnType<typeof publishedMerchant>>;
 let other: Awaited<ReturnType<typeof publishedMerchant>>;
 let holdShop: Awaited<ReturnType<typeof publishedMerchant>>;
 
-const RECEIPT = 'eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJyY3B0X3gifQ.c2ln';
 const AGENT_X = randomUUID();
 const AGENT_Y = randomUUID();
 const DAY1 = '2026-03-01T10:00:00.000Z';
@@ -30,29 +30,7 @@ const placed: Placed[] = [];
 
 /** Reports one order through ingest at `at` (the injected clock), as a self-hosted gate would. */
 async function ingestOrder(label: string, merchantId: string, decision: Decision, tier: TrustTier, agent: string, at: string) {
-  const realNow = app.services.now;
-  app.services.now = () => new Date(at);
-  try {
-    const session = {
-      id: `sess_ext_${randomUUID()}`,
-      merchantId,
-      agentId: agent,
-      state: decision === 'accept' ? 'accepted' : decision === 'hold' ? 'held' : 'rejected',
-      verdict: { decision, tier, reasonCodes: [decision === 'accept' ? 'OK' : decision === 'hold' ? 'HOLD_FOR_REVIEW' : 'OVER_PER_TX_CAP'] },
-      total: { currency: 'USD', subtotal: '9.00', tax: '0.00', total: '9.00' },
-      lines: [{ sku: 'tea', qty: 3 }],
-      railName: 'x402',
-    };
-    const res =
-      decision === 'accept'
-        ? await app.request('POST', '/v1/ingest/order', { key, body: { session, receipt: RECEIPT, settlement: { reference: `0x${label}`, rail: 'x402' } } })
-        : await app.request('POST', '/v1/ingest/decision', { key, body: { session } });
-    if (res.status >= 300) throw new Error(`ingest ${label}: ${res.status} ${res.text}`);
-  } finally {
-    app.services.now = realNow;
-  }
-  const feed = await app.request('GET', `/v1/orders?merchant_id=${merchantId}&limit=1`, { key });
-  placed.push({ id: feed.body.data[0].id, label, decision, tier, agent, at, merchant: merchantId });
+  placed.push({ id: await ingestAt(app, key, { merchantId, decision, tier, agent, label, at }), label, decision, tier, agent, at, merchant: merchantId });
 }
 
 const ids = (labels: string[]) => placed.filter((p) => labels.includes(p.label)).map((p) => p.id).sort().reverse();

@@ -1,14 +1,12 @@
 import { useState } from 'react';
-import { Badge, Button, Checkbox, Group, Modal, Stack, Switch, Table, Text, TextInput } from '@mantine/core';
+import { Badge, Button, Checkbox, Group, Modal, Stack, Switch, Table, Text, Textarea, TextInput } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import type { CatalogItem, CatalogItemInput } from '@svc/contract';
 import { SvcConflictError } from '@svc/sdk/errors';
-import { fieldMessage, ok } from '../api';
+import { fieldMessage, ok, unplaced } from '../api';
 import { useWorkspace } from '../session';
-import { Confirm, ErrorLine, Loaded, Page, useAction, TableHead } from '../ui';
+import { CodeTextarea, Confirm, ErrorLine, Loaded, Page, useAction, StackTable } from '../ui';
 
-/** The server's message for a field is shown next to it; other errors go above the form. */
-const unplaced = (err: unknown, fields: string[]) => (err && !fields.some((f) => fieldMessage(err, f)) ? err : null);
 
 /** Edits an item (`initial`, as listed) into the body that creates it. */
 function ItemForm({ initial, onSubmit, busy, error, submitLabel }: { initial?: CatalogItem; onSubmit: (v: CatalogItemInput) => void; busy: boolean; error: unknown; submitLabel: string }) {
@@ -18,12 +16,37 @@ function ItemForm({ initial, onSubmit, busy, error, submitLabel }: { initial?: C
   const [currency, setCurrency] = useState(initial?.price.currency ?? 'USD');
   const [category, setCategory] = useState(initial?.category ?? '');
   const [available, setAvailable] = useState(initial?.available ?? true);
-  const fields = ['sku', 'name', 'price.amount', 'price.currency', 'price', 'category'];
+  const [description, setDescription] = useState(initial?.description ?? '');
+  const [unit, setUnit] = useState(initial?.unit ?? '');
+  const [metadata, setMetadata] = useState(initial?.metadata && Object.keys(initial.metadata).length ? JSON.stringify(initial.metadata, null, 2) : '');
+  const [metadataError, setMetadataError] = useState<string | null>(null);
+  const fields = ['sku', 'name', 'price.amount', 'price.currency', 'price', 'category', 'description', 'unit', 'metadata'];
   return (
     <form
       onSubmit={(e) => {
         e.preventDefault();
-        onSubmit({ sku, name, price: { amount: amount.trim(), currency: currency.trim() }, available, ...(category.trim() ? { category: category.trim() } : {}) });
+        let meta: Record<string, unknown> | undefined;
+        if (metadata.trim()) {
+          try {
+            const parsed: unknown = JSON.parse(metadata);
+            if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+            meta = parsed as Record<string, unknown>;
+          } catch {
+            setMetadataError('Metadata must be a JSON object, e.g. {"origin": "Ethiopia"}.');
+            return;
+          }
+        }
+        setMetadataError(null);
+        onSubmit({
+          sku,
+          name,
+          price: { amount: amount.trim(), currency: currency.trim() },
+          available,
+          ...(category.trim() ? { category: category.trim() } : {}),
+          ...(description.trim() ? { description: description.trim() } : {}),
+          ...(unit.trim() ? { unit: unit.trim() } : {}),
+          ...(meta ? { metadata: meta } : {}),
+        });
       }}
     >
       <Stack>
@@ -35,6 +58,16 @@ function ItemForm({ initial, onSubmit, busy, error, submitLabel }: { initial?: C
           <TextInput label="Currency" required maxLength={3} value={currency} onChange={(e) => setCurrency(e.currentTarget.value)} error={fieldMessage(error, 'price.currency')} />
         </Group>
         <TextInput label="Category" value={category} onChange={(e) => setCategory(e.currentTarget.value)} error={fieldMessage(error, 'category')} />
+        <Textarea label="Description" description="What agents read about the product" autosize minRows={2} maxLength={5000} value={description} onChange={(e) => setDescription(e.currentTarget.value)} error={fieldMessage(error, 'description')} />
+        <TextInput label="Unit" description="What one quantity is, e.g. cup, kg, month" maxLength={50} value={unit} onChange={(e) => setUnit(e.currentTarget.value)} error={fieldMessage(error, 'unit')} />
+        <CodeTextarea
+          label="Metadata"
+          description="Your own keys and values, as a JSON object"
+          placeholder='{"origin": "Ethiopia"}'
+          value={metadata}
+          onChange={(e) => setMetadata(e.currentTarget.value)}
+          error={metadataError ?? fieldMessage(error, 'metadata')}
+        />
         <Checkbox label="Available to agents" checked={available} onChange={(e) => setAvailable(e.currentTarget.checked)} />
         <Button type="submit" loading={busy}>
           {submitLabel}
@@ -56,7 +89,7 @@ export function CatalogPage() {
     queryFn: () => ok(ws.api.catalog.list({ query: { ...ws.mq, ...(showRetired ? {} : { available: 'true' as const }) } })),
   });
   const create = useAction((v: CatalogItemInput) => ok(ws.api.catalog.create({ query: ws.mq, body: v })), { success: 'Product created.', onDone: () => setCreating(false) });
-  const update = useAction((v: CatalogItemInput) => ok(ws.api.catalog.update({ params: { sku: v.sku }, query: ws.mq, body: { name: v.name, price: v.price, available: v.available, category: v.category ?? null } })), {
+  const update = useAction((v: CatalogItemInput) => ok(ws.api.catalog.update({ params: { sku: v.sku }, query: ws.mq, body: { name: v.name, price: v.price, available: v.available, category: v.category ?? null, description: v.description ?? null, unit: v.unit ?? null, metadata: v.metadata ?? {} } })), {
     success: 'Product saved.',
     onDone: () => setEditing(null),
   });
@@ -75,9 +108,8 @@ export function CatalogPage() {
     >
       <Loaded q={items}>
         {(list) => (
-          <Table.ScrollContainer minWidth={600}>
-            <Table aria-label="Products" striped>
-              <TableHead cols={['SKU', 'Name', 'Price', 'Status', 'Actions']} />
+          <>
+          <StackTable cols={['SKU', 'Name', 'Price', 'Status', 'Actions']} aria-label="Products" striped>
               <Table.Tbody>
                 {list.items.map((i) => (
                   <Table.Tr key={i.sku} data-testid="product-row">
@@ -102,9 +134,9 @@ export function CatalogPage() {
                   </Table.Tr>
                 ))}
               </Table.Tbody>
-            </Table>
+            </StackTable>
             {list.items.length === 0 && <Text c="dimmed">No products yet.</Text>}
-          </Table.ScrollContainer>
+          </>
         )}
       </Loaded>
       <Modal opened={creating} onClose={() => setCreating(false)} title="Add product">

@@ -5,7 +5,7 @@ import { SCOPES } from '@svc/contract';
 import { ok } from '../api';
 import { SecretOnce } from '../SecretOnce';
 import { useWorkspace } from '../session';
-import { Confirm, ErrorLine, Loaded, Page, useAction, when, TableHead, ModalForm } from '../ui';
+import { Confirm, ErrorLine, Loaded, Page, useAction, when, StackTable, ModalForm } from '../ui';
 
 export function DevelopersPage() {
   const ws = useWorkspace();
@@ -67,9 +67,8 @@ export function DevelopersPage() {
       <ErrorLine error={roll.error ?? revoke.error} />
       <Loaded q={keys}>
         {(page) => (
-          <Table.ScrollContainer minWidth={760}>
-            <Table aria-label="API keys">
-              <TableHead cols={['Name', 'Key', 'Scopes', 'Last used', 'Status', 'Actions']} />
+          <>
+          <StackTable cols={['Name', 'Key', 'Scopes', 'Last used', 'Status', 'Actions']} aria-label="API keys">
               <Table.Tbody>
                 {page.data.map((k) => {
                   const label = k.name ?? `…${k.last4}`;
@@ -101,9 +100,9 @@ export function DevelopersPage() {
                   );
                 })}
               </Table.Tbody>
-            </Table>
+            </StackTable>
             {page.data.length === 0 && <Text c="dimmed">No keys in {ws.mode} mode.</Text>}
-          </Table.ScrollContainer>
+          </>
         )}
       </Loaded>
       <ModalForm opened={creating} onClose={() => setCreating(false)} title={`Create a ${ws.mode} key`} action={create} submitLabel="Create key">

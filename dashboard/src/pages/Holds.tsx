@@ -1,10 +1,11 @@
 import { useState } from 'react';
 import { useParams } from 'react-router';
-import { Alert, Badge, Button, Group, Paper, Stack, Table, Text } from '@mantine/core';
+import { Alert, Badge, Button, Code, Group, List, Paper, Stack, Table, Text } from '@mantine/core';
+import { TRUST_TIER_MEANING, type SessionView, type TrustTier } from '@svc/contract';
 import { useQuery } from '@tanstack/react-query';
 import { ok } from '../api';
 import { useWorkspace } from '../session';
-import { Confirm, ErrorLine, Loaded, money, Page, RouterAnchor, useAction, when, TableHead } from '../ui';
+import { Confirm, ErrorLine, Loaded, money, Page, RouterAnchor, useAction, when, StackTable } from '../ui';
 
 export function timeLeft(untilUnix: number | undefined, nowMs = Date.now()): string {
   if (!untilUnix) return '—';
@@ -14,6 +15,28 @@ export function timeLeft(untilUnix: number | undefined, nowMs = Date.now()): str
   const m = Math.floor((s % 3600) / 60);
   return h > 0 ? `${h} h ${m} min` : `${m} min`;
 }
+
+/** The verdict's reasons in words (the server's verdictReasons: which policy rule decided, on what), the rule's field name beside each. */
+export function VerdictReasons({ session, compact = false }: { session: Pick<SessionView, 'verdict' | 'verdictReasons'>; compact?: boolean }) {
+  const reasons = session.verdictReasons ?? session.verdict?.reasonCodes.map((code) => ({ code, rule: null, text: code })) ?? [];
+  if (reasons.length === 0) return <>—</>;
+  if (compact) return <>{reasons.map((r) => r.text).join(' ')}</>;
+  return (
+    <List size="sm" spacing={2} data-testid="verdict-reasons">
+      {reasons.map((r) => (
+        <List.Item key={r.code}>
+          {r.text}{' '}
+          <Text span size="xs" c="dimmed">
+            ({r.rule ? <>rule <Code>{r.rule}</Code>, </> : null}code {r.code})
+          </Text>
+        </List.Item>
+      ))}
+    </List>
+  );
+}
+
+/** The gate's trust tier with what it means (never confused with the reputation tier). */
+export const trustTierText = (tier: TrustTier) => `${tier}: ${TRUST_TIER_MEANING[tier]}`;
 
 /** The review queue: held orders whose session is still waiting for a decision. */
 export function HoldsPage() {
@@ -37,9 +60,7 @@ export function HoldsPage() {
           sessions.length === 0 ? (
             <Text>Nothing is waiting for review.</Text>
           ) : (
-            <Table.ScrollContainer minWidth={640}>
-              <Table aria-label="Held orders" highlightOnHover>
-                <TableHead cols={['Session', 'Total', 'Reasons', 'Agent', 'Time left']} />
+            <StackTable cols={['Session', 'Total', 'Why it was held', 'Agent', 'Time left']} aria-label="Held orders" highlightOnHover>
                 <Table.Tbody>
                   {sessions.map((s) => (
                     <Table.Tr key={s.id} data-testid="hold-row">
@@ -47,7 +68,11 @@ export function HoldsPage() {
                         <RouterAnchor to={ws.to(`holds/${s.id}`)}>{s.id}</RouterAnchor>
                       </Table.Td>
                       <Table.Td>{money(s.total)}</Table.Td>
-                      <Table.Td>{s.verdict?.reasonCodes.join(', ')}</Table.Td>
+                      <Table.Td>
+                        <Text size="sm">
+                          <VerdictReasons session={s} compact />
+                        </Text>
+                      </Table.Td>
                       <Table.Td>
                         <Text size="sm" truncate="end" maw={200}>
                           {s.agentId}
@@ -57,8 +82,7 @@ export function HoldsPage() {
                     </Table.Tr>
                   ))}
                 </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
+              </StackTable>
           )
         }
       </Loaded>
@@ -99,20 +123,16 @@ export function HoldPage() {
                 </Group>
                 <Text>Total: {money(s.total)}</Text>
                 <Text>Items: {s.lines.map((l) => `${l.qty} × ${l.name}`).join(', ')}</Text>
-                <Text>
-                  {s.state === 'held' ? 'Why it was held' : 'Gate reasons'}: {s.verdict?.reasonCodes.join(', ') || '—'}
-                </Text>
-                <Text>Trust tier: {s.verdict?.tier ?? '—'}</Text>
-                <Text>
-                  Agent: {s.agentId}
-                  {reputation.data && (
-                    <>
-                      {' '}
-                      · reputation {reputation.data.score} ({reputation.data.tier}
-                      {reputation.data.known ? '' : ', unknown agent'})
-                    </>
-                  )}
-                </Text>
+                <Text fw={600}>{s.state === 'held' ? 'Why it was held' : 'Why the gate decided so'}</Text>
+                <VerdictReasons session={s} />
+                <Text>Trust tier (the gate's, read by the policy's tier rules): {s.verdict ? trustTierText(s.verdict.tier) : '—'}</Text>
+                <Text style={{ overflowWrap: 'anywhere' }}>Agent: {s.agentId}</Text>
+                {reputation.data && (
+                  <Text data-testid="agent-reputation">
+                    Reputation (from the reputation service): score {reputation.data.score}, reputation tier {reputation.data.tier}
+                    {reputation.data.known ? '' : ', an agent it does not know yet'}
+                  </Text>
+                )}
                 {s.state === 'held' && <Text data-testid="time-left">Time left to review: {timeLeft(s.reviewExpiresAt)} (until {when(s.reviewExpiresAt)})</Text>}
               </Stack>
             </Paper>

@@ -3,7 +3,7 @@ import { Badge, Button, Code, Group, Select, Stack, Table, Text, TextInput } fro
 import { ChainName, CHAINS, type Merchant } from '@svc/contract';
 import { ok } from '../api';
 import { useWorkspace } from '../session';
-import { Page, useAction, when, TableHead, ModalForm } from '../ui';
+import { Page, useAction, when, StackTable, ModalForm } from '../ui';
 
 export function MerchantsPage() {
   const ws = useWorkspace();
@@ -38,9 +38,7 @@ export function MerchantsPage() {
       <Text size="sm" c="dimmed">
         Storefronts of this project in {ws.mode} mode. The first one is the default; pick the one you work on in the header.
       </Text>
-      <Table.ScrollContainer minWidth={560}>
-        <Table aria-label="Merchants">
-          <TableHead cols={['Name', 'Slug', 'Domain', 'Rails', 'Created']} />
+      <StackTable cols={['Name', 'Slug', 'Domain', 'Rails', 'Created']} aria-label="Merchants">
           <Table.Tbody>
             {ws.merchants.map((m) => (
               <Table.Tr key={m.id} data-testid="merchant-row">
@@ -72,8 +70,7 @@ export function MerchantsPage() {
               </Table.Tr>
             ))}
           </Table.Tbody>
-        </Table>
-      </Table.ScrollContainer>
+        </StackTable>
       {ws.merchants.length === 0 && <Text c="dimmed">No merchants in {ws.mode} mode yet.</Text>}
       {verifying && <VerifyDomain key={verifying.id} merchant={verifying} onClose={() => setVerifying(null)} />}
       <ModalForm opened={creating} onClose={() => setCreating(false)} title={`Create a ${ws.mode} merchant`} action={create} submitLabel="Create merchant">

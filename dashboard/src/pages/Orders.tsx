@@ -1,14 +1,15 @@
 import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { Anchor, Badge, Button, Code, Group, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core';
-import { useQuery } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { TrustTier, type Decision, type SessionView } from '@svc/contract';
 import { verifyReceipt } from '@svc/sdk/receipt';
 import { ok } from '../api';
 import { Pager, useCursor } from '../paging';
 import { useWorkspace } from '../session';
-import { explorerTx, Loaded, money, Page, RouterAnchor, when, TableHead } from '../ui';
-import { EventAttempts } from './Webhooks';
+import { ErrorLine, explorerAddress, explorerTx, Loaded, money, Page, RouterAnchor, when, StackTable } from '../ui';
+import { trustTierText, VerdictReasons } from './Holds';
+import { DeliveryStatus, EventAttempts } from './Webhooks';
 import { OrderRefundBadge, RefundsPanel } from './Refunds';
 
 const DECISION_COLOR = { accept: 'teal', reject: 'red', hold: 'yellow' } as const satisfies Record<Decision, string>;
@@ -35,6 +36,7 @@ export function OrdersPage() {
   const [decision, setDecision] = useState<string | null>(null);
   const [tier, setTier] = useState<string | null>(null);
   const [agent, setAgent] = useState('');
+  const [search, setSearch] = useState('');
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
   const filters = {
@@ -42,6 +44,7 @@ export function OrdersPage() {
     ...(decision ? { decision: decision as 'accept' | 'reject' | 'hold' } : {}),
     ...(tier ? { trust_tier: tier as TrustTier } : {}),
     ...(agent.trim() ? { agent_id: agent.trim() } : {}),
+    ...(search.trim() ? { q: search.trim() } : {}),
     ...(from ? { created_gte: dayStart(from) } : {}),
     ...(to ? { created_lt: dayAfter(to) } : {}),
   };
@@ -51,8 +54,35 @@ export function OrdersPage() {
     queryFn: () => ok(ws.api.orders.list({ query: { limit: 20, ...filters, ...(pager.cursor ? { cursor: pager.cursor } : {}) } })),
     enabled: !ws.merchantsLoading,
   });
+  const exportCsv = useMutation({
+    mutationFn: async () => {
+      const csv = await ok(ws.api.orders.export({ query: filters }));
+      const url = URL.createObjectURL(new Blob([csv], { type: 'text/csv;charset=utf-8' }));
+      const a = Object.assign(document.createElement('a'), { href: url, download: `orders-${ws.mode}${from ? `-from-${from}` : ''}${to ? `-to-${to}` : ''}.csv` });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    },
+  });
   return (
-    <Page title="Orders">
+    <Page
+      title="Orders"
+      actions={
+        <Button variant="default" loading={exportCsv.isPending} onClick={() => exportCsv.mutate()} title="Every order matching the filters (all pages), as CSV">
+          Export CSV
+        </Button>
+      }
+    >
+      <ErrorLine error={exportCsv.error} />
+      <TextInput
+        label="Search"
+        description="An order id (ord_…), a session id (sess_…) or an agent id"
+        placeholder="ord_…, sess_… or agent id"
+        maw={480}
+        value={search}
+        onChange={(e) => setSearch(e.currentTarget.value)}
+      />
       <Group align="flex-end" wrap="wrap">
         <Select label="Decision" clearable w={140} value={decision} onChange={setDecision} data={['accept', 'reject', 'hold']} />
         <Select label="Trust tier" clearable w={150} value={tier} onChange={setTier} data={[...TrustTier.options]} />
@@ -63,9 +93,7 @@ export function OrdersPage() {
       <Loaded q={orders}>
         {(page) => (
           <Stack>
-            <Table.ScrollContainer minWidth={720}>
-              <Table striped highlightOnHover aria-label="Orders">
-                <TableHead cols={['Order', 'Decision', 'Total', 'Agent', 'Trust tier', 'Created']} />
+            <StackTable cols={['Order', 'Decision', 'Total', 'Agent', 'Trust tier', 'Created']} striped highlightOnHover aria-label="Orders">
                 <Table.Tbody>
                   {page.data.map((o) => (
                     <Table.Tr key={o.id} data-testid="order-row">
@@ -94,8 +122,7 @@ export function OrdersPage() {
                     </Table.Tr>
                   ))}
                 </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
+              </StackTable>
             {page.data.length === 0 && <Text c="dimmed">No orders match.</Text>}
             <Pager page={pager.page} hasMore={page.has_more} nextCursor={page.next_cursor} onNext={pager.next} onPrev={pager.prev} />
           </Stack>
@@ -142,6 +169,7 @@ export function OrderPage() {
       <Loaded q={session}>
         {(s) => {
           const explorer = s.settlement ? explorerTx(s.settlement.reference, s.livemode) : null;
+          const payerLink = s.payer ? explorerAddress(s.payer, s.livemode) : null;
           const policyVersion = check.data?.valid ? check.data.claims.policyVersion : (s.verdict?.signals as { policyVersion?: number } | undefined)?.policyVersion;
           return (
             <Stack>
@@ -153,9 +181,26 @@ export function OrderPage() {
                       <Badge variant="light">{s.state}</Badge>
                       {s.verdict && <DecisionBadge decision={s.verdict.decision} />}
                     </Group>
-                    <Text size="sm">Agent: {s.agentId}</Text>
-                    <Text size="sm">Trust tier: {s.verdict?.tier ?? '—'}</Text>
-                    <Text size="sm">Reasons: {s.verdict?.reasonCodes.join(', ') || '—'}</Text>
+                    <Text size="sm" style={{ overflowWrap: 'anywhere' }}>
+                      Agent: {s.agentId}
+                    </Text>
+                    <Text size="sm" style={{ overflowWrap: 'anywhere' }} data-testid="payer">
+                      Payer wallet:{' '}
+                      {s.payer ? (
+                        payerLink ? (
+                          <Anchor href={payerLink} target="_blank" rel="noreferrer">
+                            {s.payer}
+                          </Anchor>
+                        ) : (
+                          <Code>{s.payer}</Code>
+                        )
+                      ) : (
+                        '—'
+                      )}
+                    </Text>
+                    <Text size="sm">Trust tier: {s.verdict ? trustTierText(s.verdict.tier) : '—'}</Text>
+                    <Text size="sm">Why:</Text>
+                    <VerdictReasons session={s} />
                     <Text size="sm">Policy version: {policyVersion ?? '—'}</Text>
                     <Text size="sm">Created: {when(s.createdAt)}</Text>
                   </Stack>
@@ -202,9 +247,7 @@ export function OrderPage() {
                   </Stack>
                 </Paper>
               </SimpleGrid>
-              <Table.ScrollContainer minWidth={560}>
-                <Table aria-label="Items">
-                  <TableHead cols={['Item', 'Qty', 'Unit price', 'Line total']} />
+              <StackTable cols={['Item', 'Qty', 'Unit price', 'Line total']} aria-label="Items">
                   <Table.Tbody>
                     {s.lines.map((l) => (
                       <Table.Tr key={l.sku}>
@@ -223,8 +266,7 @@ export function OrderPage() {
                       <Table.Th>{money(s.total)}</Table.Th>
                     </Table.Tr>
                   </Table.Tfoot>
-                </Table>
-              </Table.ScrollContainer>
+                </StackTable>
               {s.state === 'held' && (
                 <Button component={Link} to={ws.to(`holds/${s.id}`)} w="fit-content">
                   Review this hold
@@ -245,9 +287,14 @@ export function OrderPage() {
                         <Paper key={e.id} withBorder p="sm">
                           <Group justify="space-between">
                             <RouterAnchor to={ws.to(`webhooks/events/${e.id}`)}>
-                              {e.type} · {e.id}
+                              <span style={{ overflowWrap: 'anywhere' }}>
+                                {e.type} · {e.id}
+                              </span>
                             </RouterAnchor>
-                            <Text size="xs">{when(e.created)}</Text>
+                            <Group gap="xs">
+                              <DeliveryStatus eventId={e.id} />
+                              <Text size="xs">{when(e.created)}</Text>
+                            </Group>
                           </Group>
                           <EventAttempts eventId={e.id} />
                         </Paper>

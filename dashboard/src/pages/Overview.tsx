@@ -1,9 +1,9 @@
 import { BarChart } from '@mantine/charts';
-import { Paper, SimpleGrid, Stack, Text, Title } from '@mantine/core';
+import { Anchor, Paper, SimpleGrid, Stack, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { ok } from '../api';
+import { errorText, ok } from '../api';
 import { useWorkspace } from '../session';
-import { Loaded, Page, RouterAnchor } from '../ui';
+import { explorerAddress, Loaded, Page, RouterAnchor, when } from '../ui';
 
 const tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
@@ -25,6 +25,42 @@ function Stat({ label, value, hint, testId }: { label: string; value: string; hi
   );
 }
 
+/** Live mode: the receiving address's USDC balance, read on chain (GET /v1/receiving/balance). */
+function ReceivingBalance() {
+  const ws = useWorkspace();
+  const balance = useQuery({ queryKey: ws.key('receiving-balance'), enabled: Boolean(ws.merchant?.receiving.x402), retry: false, queryFn: () => ok(ws.api.receiving.balance({ query: ws.mq })) });
+  if (!ws.merchant?.receiving.x402) return null;
+  const link = explorerAddress(ws.merchant.receiving.x402.address, true);
+  return (
+    <Paper withBorder p="md" data-testid="receiving-balance">
+      <Text size="sm" c="dimmed">
+        USDC at the receiving address, on chain
+      </Text>
+      {balance.data ? (
+        <Text fz="xl" fw={700}>
+          {balance.data.balance} USDC
+        </Text>
+      ) : balance.isError ? (
+        <Text size="sm" c="red" role="alert">
+          Could not read the balance: {errorText(balance.error)}
+        </Text>
+      ) : (
+        <Text size="sm">reading…</Text>
+      )}
+      <Text size="xs" c="dimmed" style={{ overflowWrap: 'anywhere' }}>
+        {link ? (
+          <Anchor href={link} target="_blank" rel="noreferrer">
+            {ws.merchant.receiving.x402.address}
+          </Anchor>
+        ) : (
+          ws.merchant.receiving.x402.address
+        )}
+        {balance.data ? ` · read ${when(balance.data.read_at)}` : ''}
+      </Text>
+    </Paper>
+  );
+}
+
 export function OverviewPage() {
   const ws = useWorkspace();
   const summary = useQuery({ queryKey: ws.key('summary', tz), queryFn: () => ok(ws.api.orders.summary({ query: { ...ws.mq, tz } })), enabled: Boolean(ws.merchant) });
@@ -38,6 +74,7 @@ export function OverviewPage() {
       <Loaded q={summary}>
         {(s) => (
           <Stack>
+            {ws.mode === 'live' && <ReceivingBalance />}
             <SimpleGrid cols={{ base: 1, xs: 2, md: 4 }}>
               <Stat testId="stat-today" label="Accepted today" value={`${s.today.accepted_volume} ${s.currency}`} hint={`${s.today.accepted_count} orders`} />
               <Stat testId="stat-week" label="Accepted, last 7 days" value={`${s.week.accepted_volume} ${s.currency}`} hint={`${s.week.accepted_count} orders`} />

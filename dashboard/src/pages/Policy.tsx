@@ -7,7 +7,7 @@ import { SvcValidationError } from '@svc/sdk/errors';
 import { ok } from '../api';
 import { useWorkspace } from '../session';
 import { PolicyForm } from './PolicyForm';
-import { ErrorLine, Loaded, Page, useAction, when, TableHead } from '../ui';
+import { ErrorLine, Loaded, Page, useAction, when, StackTable } from '../ui';
 
 const pretty = (v: unknown) => JSON.stringify(v, null, 2);
 
@@ -150,9 +150,7 @@ export function PolicyPage() {
       <Loaded q={versions}>
         {() => (
           <Stack>
-            <Table.ScrollContainer minWidth={560}>
-              <Table aria-label="Policy versions">
-                <TableHead cols={['Version', 'Status', 'Note', 'Created']} />
+            <StackTable cols={['Version', 'Status', 'Note', 'Created']} aria-label="Policy versions">
                 <Table.Tbody>
                   {list.map((v) => (
                     <Table.Tr key={v.id} data-testid="policy-version">
@@ -163,8 +161,7 @@ export function PolicyPage() {
                     </Table.Tr>
                   ))}
                 </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
+              </StackTable>
             {list.length === 0 && <Text c="dimmed">No versions yet.</Text>}
             {list.length >= 2 && (
               <Stack>

@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'react';
-import { Button, Checkbox, Group, Paper, Select, Stack, Text, TextInput, Title } from '@mantine/core';
+import { Button, Checkbox, Paper, Select, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { ChainName, CHAINS } from '@svc/contract';
-import { ok } from '../api';
+import { fieldMessage, ok, unplaced } from '../api';
 import { useWorkspace } from '../session';
 import { ErrorLine, Loaded, Page, useAction } from '../ui';
 
@@ -60,22 +60,31 @@ export function ReceivingPage() {
               }}
             >
               <Stack>
-                <ErrorLine error={save.error} />
+                {/* a finding about a field shows under it, in words; the rest above the form */}
+                <ErrorLine error={unplaced(save.error, ['receiving.x402.address', 'receiving.x402.chain', 'receiving.mock.account'])} />
                 <Title order={2} fz="h4">
                   USDC (x402)
                 </Title>
                 <Checkbox label="Accept USDC through x402" checked={useX402} onChange={(e) => setUseX402(e.currentTarget.checked)} />
-                <Group grow align="flex-start">
-                  <Select label="Chain" disabled={!useX402} allowDeselect={false} value={chain} onChange={setChain} data={chainsFor(live)} />
-                  <TextInput label="Receiving address" placeholder="0x…" disabled={!useX402} value={address} onChange={(e) => setAddress(e.currentTarget.value)} />
-                </Group>
+                <SimpleGrid cols={{ base: 1, sm: 2 }}>
+                  <Select label="Chain" disabled={!useX402} allowDeselect={false} value={chain} onChange={setChain} data={chainsFor(live)} error={fieldMessage(save.error, 'receiving.x402.chain')} />
+                  <TextInput
+                    label="Receiving address"
+                    description="Your wallet: 0x followed by 40 hexadecimal characters"
+                    placeholder="0x…"
+                    disabled={!useX402}
+                    value={address}
+                    onChange={(e) => setAddress(e.currentTarget.value)}
+                    error={fieldMessage(save.error, 'receiving.x402.address')}
+                  />
+                </SimpleGrid>
                 {!live && (
                   <>
                     <Title order={2} fz="h4">
                       Mock rail (test mode only)
                     </Title>
                     <Checkbox label="Accept the mock rail" checked={useMock} onChange={(e) => setUseMock(e.currentTarget.checked)} />
-                    <TextInput label="Mock account" disabled={!useMock} value={mockAccount} onChange={(e) => setMockAccount(e.currentTarget.value)} />
+                    <TextInput label="Mock account" disabled={!useMock} value={mockAccount} onChange={(e) => setMockAccount(e.currentTarget.value)} error={fieldMessage(save.error, 'receiving.mock.account')} />
                   </>
                 )}
                 <Button type="submit" loading={save.isPending} w="fit-content">

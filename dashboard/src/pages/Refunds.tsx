@@ -1,11 +1,11 @@
 import { useState } from 'react';
-import { Alert, Anchor, Badge, Button, Code, Group, Modal, Paper, Select, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
+import { Alert, Anchor, Badge, Button, Code, Group, Modal, Paper, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { RefundReason, type Refund, type RefundStatus, type RefundStatusOfOrder, type SessionView } from '@svc/contract';
 import { refundTypedDataV4 } from '@svc/sdk/refunds';
 import { ok } from '../api';
 import { useWorkspace } from '../session';
-import { ErrorLine, Loaded, TableHead, useAction, when } from '../ui';
+import { CodeTextarea, ErrorLine, Loaded, StackTable, useAction, when } from '../ui';
 
 /**
  * Refunds on the order page (docs/dashboard.md "Refunds"): the merchant asks for a refund, the
@@ -139,9 +139,7 @@ export function RefundsPanel({ session }: { session: SessionView }) {
               <Text size="sm" data-testid="refund-summary">
                 Refunded {refunded.reduce(addAmounts, '0.00')} of {session.total.total} {session.total.currency}; {remaining} left to refund.
               </Text>
-              <Table.ScrollContainer minWidth={720}>
-                <Table aria-label="Refunds">
-                  <TableHead cols={['Refund', 'Status', 'Amount', 'Reason', 'Transaction', 'Created', '']} />
+              <StackTable cols={['Refund', 'Status', 'Amount', 'Reason', 'Transaction', 'Created', '']} aria-label="Refunds">
                   <Table.Tbody>
                     {page.data.map((r) => (
                       <Table.Tr key={r.id} data-testid="refund-row">
@@ -169,8 +167,7 @@ export function RefundsPanel({ session }: { session: SessionView }) {
                       </Table.Tr>
                     ))}
                   </Table.Tbody>
-                </Table>
-              </Table.ScrollContainer>
+                </StackTable>
             </Stack>
           )
         }
@@ -300,12 +297,9 @@ function RefundDialog({ session, remaining, resumeId, onClose }: { session: Sess
                       </Text>
                     )}
                   </Group>
-                  <Textarea
+                  <CodeTextarea
                     label="Signature"
                     description="Or paste the signature made elsewhere (0x…, 65 bytes)."
-                    autosize
-                    minRows={2}
-                    styles={{ input: { fontFamily: 'monospace' } }}
                     value={pasted}
                     onChange={(e) => setPasted(e.currentTarget.value)}
                   />

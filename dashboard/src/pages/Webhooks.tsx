@@ -7,7 +7,7 @@ import { ok } from '../api';
 import { Pager, useCursor } from '../paging';
 import { SecretOnce } from '../SecretOnce';
 import { useWorkspace } from '../session';
-import { Confirm, ErrorLine, Loaded, Page, RouterAnchor, useAction, when, TableHead, ModalForm } from '../ui';
+import { Confirm, ErrorLine, Loaded, Page, RouterAnchor, useAction, when, StackTable, ModalForm } from '../ui';
 
 const STATUS_COLOR = { pending: 'yellow', enabled: 'teal', disabled: 'gray', succeeded: 'teal', failed: 'red', canceled: 'gray', in_progress: 'blue', lost: 'orange' } as const;
 const StatusBadge = ({ status }: { status: keyof typeof STATUS_COLOR }) => (
@@ -17,9 +17,28 @@ const StatusBadge = ({ status }: { status: keyof typeof STATUS_COLOR }) => (
 );
 
 /** An event's deliveries and every attempt with its response: used on the event and order pages. */
-export function EventAttempts({ eventId }: { eventId: string }) {
+/** One event with its deliveries (GET /v1/events/{id}), cached under one key for every view of it. */
+function useEventDetail(eventId: string) {
   const ws = useWorkspace();
-  const event = useQuery({ queryKey: ws.key('event', eventId), queryFn: () => ok(ws.api.webhooks.getEvent({ params: { id: eventId } })) });
+  return useQuery({ queryKey: ws.key('event', eventId), queryFn: () => ok(ws.api.webhooks.getEvent({ params: { id: eventId } })) });
+}
+
+/** An event's deliveries in one line: each endpoint's status badge, or "no endpoint". */
+export function DeliveryStatus({ eventId }: { eventId: string }) {
+  const event = useEventDetail(eventId);
+  if (!event.data) return <Text size="xs" c="dimmed">{event.isError ? 'unknown' : '…'}</Text>;
+  if (event.data.deliveries.length === 0) return <Text size="xs" c="dimmed">no endpoint</Text>;
+  return (
+    <Group gap={4} data-testid="delivery-status">
+      {event.data.deliveries.map((d, i) => (
+        <StatusBadge key={`${d.endpoint_id}-${i}`} status={d.status} />
+      ))}
+    </Group>
+  );
+}
+
+export function EventAttempts({ eventId }: { eventId: string }) {
+  const event = useEventDetail(eventId);
   return (
     <Loaded q={event}>
       {(e) =>
@@ -93,9 +112,8 @@ function Endpoints() {
       <ErrorLine error={toggle.error ?? test.error ?? rotate.error} />
       <Loaded q={endpoints}>
         {(list) => (
-          <Table.ScrollContainer minWidth={700}>
-            <Table aria-label="Webhook endpoints">
-              <TableHead cols={['URL', 'Events', 'Status', 'Actions']} />
+          <>
+          <StackTable cols={['URL', 'Events', 'Status', 'Actions']} aria-label="Webhook endpoints">
               <Table.Tbody>
                 {list.data.map((e) => (
                   <Table.Tr key={e.id} data-testid="endpoint-row">
@@ -120,9 +138,9 @@ function Endpoints() {
                   </Table.Tr>
                 ))}
               </Table.Tbody>
-            </Table>
+            </StackTable>
             {list.data.length === 0 && <Text c="dimmed">No endpoints yet.</Text>}
-          </Table.ScrollContainer>
+          </>
         )}
       </Loaded>
       <ModalForm opened={creating} onClose={() => setCreating(false)} title="Add a webhook endpoint" action={create} submitLabel="Add endpoint">
@@ -149,9 +167,7 @@ function Events() {
       <Loaded q={events}>
         {(page) => (
           <Stack>
-            <Table.ScrollContainer minWidth={560}>
-              <Table aria-label="Events">
-                <TableHead cols={['Event', 'Type', 'Created']} />
+            <StackTable cols={['Event', 'Type', 'Deliveries', 'Created']} aria-label="Events">
                 <Table.Tbody>
                   {page.data.map((e) => (
                     <Table.Tr key={e.id} data-testid="event-row">
@@ -159,12 +175,14 @@ function Events() {
                         <RouterAnchor to={ws.to(`webhooks/events/${e.id}`)}>{e.id}</RouterAnchor>
                       </Table.Td>
                       <Table.Td>{e.type}</Table.Td>
+                      <Table.Td>
+                        <DeliveryStatus eventId={e.id} />
+                      </Table.Td>
                       <Table.Td>{when(e.created)}</Table.Td>
                     </Table.Tr>
                   ))}
                 </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
+              </StackTable>
             {page.data.length === 0 && <Text c="dimmed">No events yet.</Text>}
             <Pager page={pager.page} hasMore={page.has_more} nextCursor={page.next_cursor} onNext={pager.next} onPrev={pager.prev} />
           </Stack>

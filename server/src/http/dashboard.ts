@@ -29,6 +29,11 @@ const BUILDING_PAGE =
   '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2"><title>svc-checkout</title></head>' +
   '<body style="font-family:sans-serif;margin:3rem">The dashboard is being built (a few seconds on the first start). This page reloads by itself.</body></html>';
 
+/** The site's icon (a teal rounded square with a check mark), served as SVG at /favicon.svg and /favicon.ico (browsers read the type, not the name). */
+export const FAVICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#0ca678"/>' +
+  '<path d="M9 16.5l4.5 4.5L23 11.5" fill="none" stroke="#fff" stroke-width="3.2" stroke-linecap="round" stroke-linejoin="round"/></svg>';
+
 function securityHeaders(res: Response) {
   res.setHeader('Content-Security-Policy', DASHBOARD_CSP);
   res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -56,6 +61,11 @@ export function dashboardRouter(dir: string = DEFAULT_DASHBOARD_DIR): Router {
 
   router.get('/', (_req: Request, res: Response) => res.redirect(302, '/dashboard/'));
   router.get('/login', (_req: Request, res: Response) => res.redirect(302, '/dashboard/login'));
+  router.get(['/favicon.ico', '/favicon.svg'], (_req: Request, res: Response) => {
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.type('image/svg+xml').send(FAVICON_SVG);
+  });
 
   router.use(
     '/dashboard/assets',

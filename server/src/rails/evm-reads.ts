@@ -196,6 +196,19 @@ export function usdcBalance(client: PublicClient, token: Address, owner: string)
   return chainRead(() => client.readContract({ address: token, abi: USDC_ABI, functionName: 'balanceOf', args: [getAddress(owner)] }));
 }
 
+/** usdcBalance, answered within `timeoutMs` or 503 FACILITATOR_UNAVAILABLE (a dashboard read never waits on the transport's own longer timeout). */
+export async function usdcBalanceWithin(client: PublicClient, token: Address, owner: string, timeoutMs: number): Promise<bigint> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ApiError('FACILITATOR_UNAVAILABLE', `The chain node did not answer within ${timeoutMs} ms; retry shortly.`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([usdcBalance(client, token, owner), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The receipt, or null while the node does not know the transaction as mined. */
 export async function receiptOf(client: PublicClient, hash: Hex): Promise<TransactionReceipt | null> {
   // The raw call answers null for "not mined yet": viem's getTransactionReceipt throws an error

@@ -8,7 +8,7 @@ import type { Logger } from '../lib/logger.js';
 import { CHAINS } from '@svc/contract';
 import { checkProof, type Signers } from '../lib/eip3009.js';
 import { ChainGuard, checkChain, type ChainCheck, type ChainGuardOptions } from './chain-guard.js';
-import { ExecutedAuthorizations, authorizationAt, chainSnapshot, judgeUsedBeforeUs, usedAuthorizationOutcome } from './evm-reads.js';
+import { ExecutedAuthorizations, authorizationAt, chainSnapshot, judgeUsedBeforeUs, usdcBalanceWithin, usedAuthorizationOutcome } from './evm-reads.js';
 import { judgeAuthorizationOnChain } from './reconcile.js';
 import { contractCandidate, hasCode } from './contract-wallets.js';
 import type { Facilitator, FacilitatorHealth, PaymentProof, ReconcileInput, SettleOptions, SettleOutcome, VerifyResult } from './types.js';
@@ -273,6 +273,10 @@ export class RemoteFacilitator implements Facilitator {
   }
 
   /** For /readyz and the start-up line: the readiness check renewed now; `cause` names the first problem. */
+  async usdcBalanceOf(owner: string, timeoutMs: number) {
+    return { chain: this.chain, baseUnits: await usdcBalanceWithin(this.client, this.token, owner, timeoutMs) };
+  }
+
   async health(): Promise<FacilitatorHealth> {
     const [check, blockNumber] = await Promise.all([this.guard.refresh(), this.client.getBlockNumber().then(String, () => undefined)]);
     const rpc = { ok: check.chainId === CHAINS[this.chain].chainId, ...(check.chainId === undefined ? {} : { chainId: check.chainId }), ...(blockNumber ? { blockNumber } : {}) };

@@ -78,5 +78,7 @@ export interface Facilitator {
   reconcile(input: ReconcileInput): Promise<SettleOutcome>;
   /** For /readyz and start-up logs: RPC reachability, relayer gas balances. */
   health(): Promise<FacilitatorHealth>;
+  /** Live facilitators: the USDC balance of an address on their chain (balanceOf), within `timeoutMs` (else 503 FACILITATOR_UNAVAILABLE). */
+  usdcBalanceOf?(owner: string, timeoutMs: number): Promise<{ chain: ChainName; baseUnits: bigint }>;
   close(): Promise<void>;
 }

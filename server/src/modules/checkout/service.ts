@@ -1,5 +1,6 @@
 import { unixSeconds as unix } from '../../lib/time.js';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { getAddress, isAddress } from 'viem';
 import { CHAINS, resolvePolicy, type CheckoutCreated, type CreateCheckoutBody, type PaymentRequired, type RailName, type SessionView, type TrustTier } from '@svc/contract';
 import type { AuthContext, Ctx } from '../../http/context.js';
 import type { Em } from '../../db/orm.js';
@@ -10,6 +11,7 @@ import { cartTotals, lineTotal, toBaseUnits } from '../../lib/money.js';
 import { effectiveRails, findProjectMerchant } from '../merchants/index.js';
 import type { MerchantRow } from '../merchants/index.js';
 import { railSettles } from '../policy/index.js';
+import { explainVerdict } from '../gate/index.js';
 import { totalOf, type SessionLine, type SessionRow } from './entity.js';
 import { enforceRateLimit, rateLimitWindow } from './rate-limit.js';
 import { reviewWindowLapsed, sessionStateAt } from './state.js';
@@ -211,6 +213,12 @@ export async function getMerchantSession(ctx: Ctx & { auth: AuthContext }, id: s
   return sessionView(session, ctx.services.now());
 }
 
+/** The address that signed the session's x402 authorization (its `from`), checksummed; null before a payment or on other rails. */
+function payerOf(s: Pick<SessionRow, 'payment'>): string | null {
+  const from = (s.payment as { authorization?: { from?: unknown } } | null)?.authorization?.from;
+  return typeof from === 'string' && isAddress(from, { strict: false }) ? getAddress(from) : null;
+}
+
 /** The poll view of decisions.md (camelCase, unix seconds). */
 export function sessionView(s: SessionRow, now: Date, reviewNext?: string): SessionView {
   // A hold nobody reviewed in its window is rejected; the merchant's next approve/decline commits it.
@@ -227,6 +235,8 @@ export function sessionView(s: SessionRow, now: Date, reviewNext?: string): Sess
     total: totalOf(s),
     railName: s.rail,
     verdict: verdict ? { decision: verdict.decision, tier: verdict.tier as TrustTier, reasonCodes: verdict.reasonCodes, signals: verdict.signals } : null,
+    ...(verdict ? { verdictReasons: explainVerdict(verdict) } : {}),
+    payer: payerOf(s),
     receipt: s.receiptJws ?? null,
     orderId: s.orderId ?? null,
     settlement: s.settlementRef ? { rail: s.rail, reference: s.settlementRef } : null,

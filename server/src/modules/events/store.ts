@@ -68,7 +68,8 @@ export async function findEventRow(em: Em, scope: EventScope, id: string): Promi
 
 /**
  * Newest first; `beforeSeq` continues a page (the seq of the cursor event). `objectId` keeps the
- * events about one object (`data.object.id`, e.g. an order id), over the `events_object` index.
+ * events about one object: `data.object.id` (an order's own events) or `data.object.order_id`
+ * (its refunds' events), within the project and mode's part of the `events_object` index.
  */
 export async function listEventRows(
   em: Em,
@@ -82,8 +83,9 @@ export async function listEventRows(
     params.push(q.type);
   }
   if (q.objectId) {
-    where.push(`payload #>> '{data,object,id}' = ?`);
-    params.push(q.objectId);
+    // the object itself (an order's events) or an object of it (a refund's events name its order_id)
+    where.push(`(payload #>> '{data,object,id}' = ? or payload #>> '{data,object,order_id}' = ?)`);
+    params.push(q.objectId, q.objectId);
   }
   if (q.beforeSeq !== undefined) {
     where.push('seq < ?');

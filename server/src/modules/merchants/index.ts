@@ -4,6 +4,7 @@ export {
   domainVerified,
   findMerchant,
   getReceiving,
+  receivingBalance,
   lockMerchantRow,
   presentMerchant,
   publicJwk,

@@ -6,6 +6,7 @@ import { respondIn, type AuthContext, type Ctx } from '../../http/context.js';
 import { generateEd25519 } from '../../lib/crypto.js';
 import { ApiError } from '../../lib/errors.js';
 import { hasPrefix, newId } from '../../lib/ids.js';
+import { fromBaseUnits } from '../../lib/money.js';
 import { checkOutboundUrl, outboundRules, type OutboundRules } from '../../lib/ssrf.js';
 import { checkReceiving, type ReceivingFinding } from './receiving.js';
 import { domainProven, domainVerificationOf } from './domain.js';
@@ -267,6 +268,27 @@ export async function merchantJwks(em: Em, id: string) {
 export async function getReceiving(em: Em, auth: AuthContext, merchantId?: string) {
   const m = await resolveMerchant(em, auth, merchantId);
   return { receiving: m.receiving, rails: m.rails };
+}
+
+/** How long the overview's balance read waits for the chain node. */
+export const RECEIVING_BALANCE_TIMEOUT_MS = 5000;
+
+/**
+ * GET /v1/receiving/balance: the USDC balance of the merchant's x402 receiving address, read on
+ * chain through the live facilitator's node (balanceOf, rails/evm-reads.ts) after the merchant
+ * row is read (no transaction is open while the chain is asked).
+ */
+export async function receivingBalance(ctx: Ctx & { auth: AuthContext }, merchantId?: string) {
+  const m = await resolveMerchant(ctx.em, ctx.auth, merchantId);
+  const x402 = m.receiving.x402;
+  if (!ctx.auth.livemode || !x402) {
+    throw new ApiError('RECEIVING_BALANCE_UNAVAILABLE', ctx.auth.livemode ? `Merchant ${m.id} does not receive USDC over x402.` : 'Test mode has no on-chain balance: x402 payments in test mode settle through the mock facilitator.');
+  }
+  const live = ctx.services.facilitators.live;
+  if (!live.usdcBalanceOf) throw new ApiError('FACILITATOR_UNAVAILABLE', 'No live facilitator is configured (SVC_LIVE_FACILITATOR), so no chain node to read the balance from.');
+  const read = await live.usdcBalanceOf(x402.address, RECEIVING_BALANCE_TIMEOUT_MS);
+  const baseUnits = read.baseUnits.toString();
+  return { chain: read.chain, address: x402.address, asset: 'USDC' as const, balance: fromBaseUnits(baseUnits), base_units: baseUnits, read_at: ctx.services.now().toISOString() };
 }
 
 export async function putReceiving(ctx: Ctx & { auth: AuthContext }, input: unknown, merchantId?: string) {

@@ -71,6 +71,8 @@ export type OrderFilters = {
   trustTier?: TrustTier | undefined;
   createdGte?: Date | undefined;
   createdLt?: Date | undefined;
+  /** Exactly an order id, a session id or an agent id (any case). */
+  search?: string | undefined;
   /** The page continues below this order id (ids sort by creation). */
   beforeId?: string | undefined;
 };
@@ -85,6 +87,7 @@ export async function listOrderRows(em: Em, scope: OrderScope, f: OrderFilters, 
   if (f.createdGte !== undefined || f.createdLt !== undefined) {
     where.createdAt = { ...(f.createdGte ? { $gte: f.createdGte } : {}), ...(f.createdLt ? { $lt: f.createdLt } : {}) };
   }
+  if (f.search !== undefined) where.$or = [{ id: f.search }, { sessionId: f.search }, { agentId: { $in: [f.search, f.search.toLowerCase()] } }];
   if (f.beforeId !== undefined) where.id = { $lt: f.beforeId };
   return em.find(OrderEntity, where, { orderBy: { id: 'desc' }, limit });
 }

@@ -1,7 +1,7 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '@svc/contract';
 import { authed } from '../../http/context.js';
-import { getReceiving, putReceiving } from '../merchants/index.js';
+import { getReceiving, putReceiving, receivingBalance } from '../merchants/index.js';
 
 const s = initServer();
 
@@ -11,5 +11,6 @@ export const receivingRoutes = s.router(contract.receiving, {
     const ctx = authed(req);
     return { status: 200, body: await getReceiving(ctx.em, ctx.auth, query.merchant_id) };
   },
+  balance: async ({ req, query }) => ({ status: 200, body: await receivingBalance(authed(req), query.merchant_id) }),
   put: async ({ req, query, body }) => ({ status: 200, body: await putReceiving(authed(req), body.receiving, query.merchant_id) }),
 });

@@ -33,6 +33,7 @@ import {
   rpcUnavailable,
   usedAuthorizationOutcome,
   usdcBalance,
+  usdcBalanceWithin,
 } from '../evm-reads.js';
 import { judgeAuthorizationOnChain } from '../reconcile.js';
 import type {
@@ -332,6 +333,10 @@ export class OnchainFacilitator implements Facilitator {
    * once), the block number and each relayer's gas balance; `cause` is one line naming the
    * first problem.
    */
+  async usdcBalanceOf(owner: string, timeoutMs: number) {
+    return { chain: this.cfg.chain, baseUnits: await usdcBalanceWithin(this.client, this.token, owner, timeoutMs) };
+  }
+
   async health(): Promise<FacilitatorHealth> {
     let relayers: { address: string; balance_wei: string | null; ok: boolean }[] = this.relayers.map((r) => ({ address: r.address, balance_wei: null, ok: false }));
     let blockNumber: string | undefined;
