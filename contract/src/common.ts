@@ -1,9 +1,17 @@
-import { initContract } from '@ts-rest/core';
+import { initContract, isAppRouteNoBody } from '@ts-rest/core';
 import { z } from 'zod';
 import { ErrorBody } from './errors.js';
 
 /** Annotated so the emitted .d.ts can name its type (TS4023 otherwise). */
 export const c: ReturnType<typeof initContract> = initContract();
+
+/**
+ * Whether a route declares no body (`c.noBody()`). ts-rest marks it with a symbol of its own
+ * copy, so the check must come from the copy that made the routes: a consumer's npm may install
+ * @ts-rest/core twice (once under @svc/contract, once under @svc/sdk, each beside its zod 3 when
+ * the project's zod is 4), and the SDK's copy would not know this copy's symbol.
+ */
+export const routeTakesNoBody = (body: Parameters<typeof isAppRouteNoBody>[0]): boolean => isAppRouteNoBody(body);
 
 export const SCOPES = [
   'merchants:read',

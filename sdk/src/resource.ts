@@ -1,5 +1,5 @@
-import { initClient, isAppRouteNoBody, type AppRoute, type ContractNoBodyType } from '@ts-rest/core';
-import { contract } from '@svc/contract';
+import { initClient, type AppRoute, type ContractNoBodyType } from '@ts-rest/core';
+import { contract, routeTakesNoBody } from '@svc/contract';
 import { pathParam, tsRestFetcher, type RequestOptions, type TransportConfig } from './http.js';
 import { ListIterator, type Page } from './pagination.js';
 import { unwrap, type RouteBody, type RouteQuery, type SuccessBody } from './types.js';
@@ -127,7 +127,7 @@ function splitOptions(options: unknown): { query: Record<string, unknown>; svc: 
 function prepare(m: Method | ListMethod): (raw: RawClient, args: unknown[]) => unknown {
   const { resource, name, route } = routeAt(m.operation);
   const pathParams = [...route.path.matchAll(/:(\w+)/g)].map((match) => match[1]!);
-  const takesBody = route.method !== 'GET' && 'body' in route && !isAppRouteNoBody(route.body);
+  const takesBody = route.method !== 'GET' && 'body' in route && !routeTakesNoBody(route.body);
   const takesQuery = route.query !== undefined;
   const optionalBody = m.kind === 'call' && m.options.optionalBody === true;
   const queryInOptions = m.kind === 'list' && m.options.query === 'options';
