@@ -206,6 +206,7 @@ describe('session poll view', () => {
       receipt: null,
       orderId: null,
       settlement: null,
+      payer: null,
       createdAt: expect.any(Number),
       expiresAt: s.created.body.expires_at,
       next: s.created.body.next,
@@ -213,9 +214,12 @@ describe('session poll view', () => {
     expect(Number.isInteger(view.body.createdAt)).toBe(true);
     expect(view.body.expiresAt - view.body.createdAt).toBe(900);
 
-    const { res } = await payX402(app, shop.base, s, newBuyer());
+    const buyer = newBuyer();
+    const { res } = await payX402(app, shop.base, s, buyer);
     expect(res.status, res.text).toBe(200);
     const after = await poll(app, shop.base, s.id);
+    // the address that signed the authorization, as the order page shows it
+    expect(after.body.payer?.toLowerCase()).toBe(buyer.address.toLowerCase());
     expect(after.body.state).toBe('accepted');
     expect(after.body.paymentRequired).toBeUndefined();
     expect(after.body.next).toBeUndefined();
