@@ -7,7 +7,7 @@ import { generatePrivateKey } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase } from '../src/db/scratch.js';
 import { onPostgres } from './helpers/foundation.js';
-import { CLI, freePort, ROOT, runCommand, runScript } from './helpers/spawn.js';
+import { CLI, freePort, ROOT, runCommand, runScript, TSX } from './helpers/spawn.js';
 
 /**
  * Runs the README's code blocks that are meant to run, as written: each is marked by the HTML
@@ -16,6 +16,17 @@ import { CLI, freePort, ROOT, runCommand, runScript } from './helpers/spawn.js';
  * (`npm run chain`, the live `npm start`) keep running, and the `test` blocks run against that
  * same server (test mode needs no chain), so one chain and one server serve the whole file.
  * `sh` blocks run in bash (`set -e`), `ts` blocks with tsx from the repository root.
+ *
+ * State between the blocks of one group (the walk-through's `KEY`, `MERCHANT`, `SESSION`, …):
+ * each block runs in its own bash, which first sources the group's env file and runs with
+ * `set -a` (every assignment is exported), then writes `export -p` back to that file; so a
+ * variable set by one block is there in the next ones, as in the reader's one terminal. A `ts`
+ * block gets the same variables. After a block, a variable it left empty or `null` (a `jq -r`
+ * of a field the answer lacked) fails it.
+ *
+ * What a block prints is checked by one rule: when its comments show an error answer
+ * (`"reason_codes":[…]`), its output must carry exactly those codes; otherwise its output must
+ * carry no `"reason_codes"` at all (`curl -s` exits 0 on a 4xx, so this is what catches one).
  *
  * The only rewrites are where the README names a machine's fixed ports: localhost:3000 (the
  * server's default) and 127.0.0.1:8545 (the chain's) become free ports, told to the commands
@@ -51,23 +62,38 @@ const asWritten = (code: string) =>
     .replaceAll('127.0.0.1:8545', `127.0.0.1:${chainPort}`)
     .replace(/^npm run chain$/m, `npm run chain -- --port ${chainPort}`);
 
+/** The group's env file: the variables its blocks set so far (see the header). */
+const stateFile = (group: string) => join(dataDir, `readme-${group}.env`);
+const sourceState = (group: string) => `set -a; if [ -f '${stateFile(group)}' ]; then . '${stateFile(group)}'; fi\n`;
+
 /** Runs one `run` block to completion; its exit status must be 0. */
 async function runBlock(block: Block, extraEnv: Record<string, string> = {}) {
   const code = asWritten(block.code);
+  const state = stateFile(block.group);
   let r;
   if (block.lang === 'sh') {
-    r = await runCommand('bash', ['-ec', code], { env: { ...env, ...extraEnv }, timeoutMs: TIMEOUT });
+    r = await runCommand('bash', ['-ec', `${sourceState(block.group)}${code}\nexport -p > '${state}'`], { env: { ...env, ...extraEnv }, timeoutMs: TIMEOUT });
   } else {
     // In the repository (its node_modules resolve the imports), removed afterwards.
     const file = join(ROOT, `.readme-block-${block.line}.ts`);
     writeFileSync(file, code);
     try {
-      r = await runScript(file, [], { ...env, ...extraEnv }, TIMEOUT);
+      r = await runCommand('bash', ['-ec', `${sourceState(block.group)}exec '${process.execPath}' '${TSX}' '${file}'`], { env: { ...env, ...extraEnv }, timeoutMs: TIMEOUT });
     } finally {
       rmSync(file, { force: true });
     }
   }
-  expect(r.code, `README line ${block.line}:\n${code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`).toBe(0);
+  const what = `README line ${block.line}:\n${code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
+  expect(r.code, what).toBe(0);
+  if (block.lang === 'sh') {
+    // The variables this block assigned and kept (a command's prefix assignment is not kept): none may be empty or "null".
+    const assigned = [...code.matchAll(/^(?:export )?([A-Z_][A-Z0-9_]*)=/gm)].map((m) => m[1]!);
+    const vars = await runCommand('bash', ['-ec', `${sourceState(block.group)}for v in ${assigned.join(' ') || ':'}; do [ "$v" = : ] || ! declare -p "$v" >/dev/null 2>&1 || echo "$v=\${!v}"; done`], { env, timeoutMs: TIMEOUT });
+    for (const line of vars.stdout.trim().split('\n').filter(Boolean)) expect(line, what).not.toMatch(/^\w+=(null)?$/);
+  }
+  const shown = [...code.matchAll(/^#.*?("reason_codes":\[[^\]]*\])/gm)].map((m) => m[1]!);
+  if (shown.length) for (const codes of shown) expect(r.stdout, what).toContain(codes);
+  else expect(r.stdout, what).not.toContain('"reason_codes"');
   return r;
 }
 
@@ -121,6 +147,7 @@ afterAll(async () => {
     clearTimeout(killer);
   }
   rmSync(join(ROOT, 'cookies.txt'), { force: true });
+  rmSync(join(ROOT, 'settled.json'), { force: true });
   rmSync(dataDir, { recursive: true, force: true });
   await dropDatabase();
 }, TIMEOUT);
@@ -147,6 +174,30 @@ describe('the README runs as written', () => {
     const ready = (await (await fetch(`http://localhost:${port}/readyz`)).json()) as { live?: { ok: boolean; facilitator: string } };
     expect(ready.live).toMatchObject({ ok: true, facilitator: 'onchain' });
   }, TIMEOUT);
+
+  it('GIVEN the running server and a fresh installation WHEN the walk-through\'s blocks run in order in one shell environment THEN each exits 0 and answers what the README shows (errors only where it shows them)', async () => {
+    const walk = blocks.filter((b) => b.group === 'walk');
+    // Key, me, merchant, wrong chain, product, wrong price, policy, validate, publish, policy, jwks,
+    // manifest, checkout, settle, orders, MCP, feed and summary, refund refused, 401.
+    expect(walk.length).toBeGreaterThanOrEqual(19);
+    const out: string[] = [];
+    for (const block of walk) out.push((await runBlock(block)).stdout);
+    const text = out.join('\n');
+    expect(text).toMatch(/^mrch_[0-9a-z]{26}$/m);
+    expect(text).toContain('"name":"Acme Data"');
+    expect(text).toContain('{"ok":true,"findings":[]}');
+    expect(text).toContain('"published":true');
+    expect(text).toMatch(/"status":"accepted","order_id":"ord_[0-9a-z]{26}"/);
+    expect(text).toContain('"accepted_volume":"4.99"');
+  }, TIMEOUT * 4);
+
+  it('GIVEN the running server WHEN the CLI and key blocks of "Your first API key" run in order THEN each exits 0', async () => {
+    const keys = blocks.filter((b) => b.group === 'keys');
+    expect(keys.length).toBe(3);
+    const out: string[] = [];
+    for (const block of keys) out.push((await runBlock(block)).stdout);
+    expect(out.join('\n')).toMatch(/revoked key_[0-9a-z]{26}/);
+  }, TIMEOUT * 4);
 
   it('GIVEN the running server WHEN the test-mode blocks run (curl sign-in with Origin; the x402 client buying a 2.80 espresso from `coffee`) THEN each exits 0 and does what it says', async () => {
     // The x402 example buys from a test merchant `coffee` selling an espresso at 2.80: the quickstart example makes it.
