@@ -199,16 +199,18 @@ describe('the README runs as written', () => {
     expect(out.join('\n')).toMatch(/revoked key_[0-9a-z]{26}/);
   }, TIMEOUT * 4);
 
-  it('GIVEN the running server WHEN the test-mode blocks run (curl sign-in with Origin; the x402 client buying a 2.80 espresso from `coffee`) THEN each exits 0 and does what it says', async () => {
-    // The x402 example buys from a test merchant `coffee` selling an espresso at 2.80: the quickstart example makes it.
-    const key = JSON.parse((await runScript(CLI, ['keys', 'create', '--mode', 'test', '--json'], env)).stdout) as { secret: string };
-    await runScript(join(ROOT, 'examples/merchant-quickstart.ts'), [], { ...env, SVC_API_KEY: key.secret, SVC_BASE_URL: `http://localhost:${port}`, SVC_MERCHANT_SLUG: 'coffee' });
-    const [signIn, x402] = blocks.filter((b) => b.group === 'test');
+  it('GIVEN the running server WHEN the test-mode blocks run in order (curl sign-in with Origin; the Merchants SDK block making `coffee` with a 2.80 espresso; the agent SDK and the x402 client buying it) THEN each exits 0 and does what it says', async () => {
+    const [signIn, merchantKey, merchants, agent, x402] = blocks.filter((b) => b.group === 'test');
+    expect([signIn, merchantKey, merchants, agent, x402].map((b) => b?.lang)).toEqual(['sh', 'sh', 'ts', 'ts', 'ts']);
     const signedIn = await runBlock(signIn!);
     expect(signedIn.stdout).toMatch(/^303\n\{.*"id":"mrch_[0-9a-z]{26}".*\}$/);
     expect(signedIn.stdout).toContain('"slug":"cookie-shop"');
-    const bought = await runBlock(x402!, { AGENT_KEY: generatePrivateKey() });
-    expect(bought.stdout).toMatch(/^ord_[0-9a-z]{26} \S+\n$/);
+    await runBlock(merchantKey!);
+    expect((await runBlock(merchants!)).stdout).toMatch(/^mrch_[0-9a-z]{26} 0 \d+ 0 1\n$/m);
+    const bought = await runBlock(agent!, { AGENT_KEY: generatePrivateKey() });
+    expect(bought.stdout).toMatch(/^ord_[0-9a-z]{26} \S+\n$/); // receipt.orderId, receipt.settlementRef
+    const paid = await runBlock(x402!, { AGENT_KEY: generatePrivateKey() });
+    expect(paid.stdout).toMatch(/^ord_[0-9a-z]{26} \S+\n$/);
   }, TIMEOUT);
 
   it('GIVEN the chain and the live server WHEN the live purchase runs as written THEN the order is accepted on chain and `svc dev balance` shows 18 USDC moved from the buyer to the merchant', async () => {
