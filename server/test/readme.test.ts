@@ -153,7 +153,7 @@ afterAll(async () => {
 }, TIMEOUT);
 
 describe('the README runs as written', () => {
-  it('GIVEN the README THEN it marks the live local-chain walk-through (two serve blocks, then the purchase), the curl sign-in and the x402 client', () => {
+  it('GIVEN the README THEN it marks the live local-chain walk-through (two serve blocks, then the purchase), the merchant walk-through, the API-key examples and the test-mode SDK and x402 examples', () => {
     expect(blocks.filter((b) => b.group === 'live').map((b) => b.kind)).toEqual(['serve', 'serve', 'run']);
     expect(blocks.filter((b) => b.group === 'test').length).toBeGreaterThanOrEqual(2);
     expect(blocks.every((b) => b.lang === 'sh' || b.lang === 'ts')).toBe(true);
