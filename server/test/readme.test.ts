@@ -199,9 +199,9 @@ describe('the README runs as written', () => {
     expect(out.join('\n')).toMatch(/revoked key_[0-9a-z]{26}/);
   }, TIMEOUT * 4);
 
-  it('GIVEN the running server WHEN the test-mode blocks run in order (curl sign-in with Origin; the Merchants SDK block making `coffee` with a 2.80 espresso; the agent SDK and the x402 client buying it) THEN each exits 0 and does what it says', async () => {
-    const [signIn, merchantKey, merchants, agent, x402] = blocks.filter((b) => b.group === 'test');
-    expect([signIn, merchantKey, merchants, agent, x402].map((b) => b?.lang)).toEqual(['sh', 'sh', 'ts', 'ts', 'ts']);
+  it('GIVEN the running server WHEN the test-mode blocks run in order (curl sign-in with Origin; the Merchants SDK block making `coffee` with a 2.80 espresso; the agent SDK, the AP2 mandate example and the x402 client buying it) THEN each exits 0 and does what it says', async () => {
+    const [signIn, merchantKey, merchants, agent, ap2, x402] = blocks.filter((b) => b.group === 'test');
+    expect([signIn, merchantKey, merchants, agent, ap2, x402].map((b) => b?.lang)).toEqual(['sh', 'sh', 'ts', 'ts', 'ts', 'ts']);
     const signedIn = await runBlock(signIn!);
     expect(signedIn.stdout).toMatch(/^303\n\{.*"id":"mrch_[0-9a-z]{26}".*\}$/);
     expect(signedIn.stdout).toContain('"slug":"cookie-shop"');
@@ -209,6 +209,8 @@ describe('the README runs as written', () => {
     expect((await runBlock(merchants!)).stdout).toMatch(/^mrch_[0-9a-z]{26} 0 \d+ 0 1\n$/m);
     const bought = await runBlock(agent!, { AGENT_KEY: generatePrivateKey() });
     expect(bought.stdout).toMatch(/^ord_[0-9a-z]{26} \S+\n$/); // receipt.orderId, receipt.settlementRef
+    const mandated = await runBlock(ap2!, { AGENT_KEY: generatePrivateKey() });
+    expect(mandated.stdout).toMatch(/^accepted ord_[0-9a-z]{26}\n$/);
     const paid = await runBlock(x402!, { AGENT_KEY: generatePrivateKey() });
     expect(paid.stdout).toMatch(/^ord_[0-9a-z]{26} \S+\n$/);
   }, TIMEOUT);
